@@ -1,0 +1,26 @@
+# Install rules and a package config so that an outside project can write
+#   find_package(StaticRuntime REQUIRED)
+#   target_link_libraries(app PRIVATE StaticRuntime::static_runtime)
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS static_runtime EXPORT StaticRuntimeTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION include)
+install(TARGETS srt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(dir static_runtime passes ops memory)
+  install(DIRECTORY ${dir}/ DESTINATION include/${dir} FILES_MATCHING PATTERN "*.h")
+endforeach()
+install(EXPORT StaticRuntimeTargets NAMESPACE StaticRuntime::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)
+configure_package_config_file(cmake/StaticRuntimeConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  ${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)

@@ -1,0 +1,75 @@
+// The interface a kernel sees: one node of one runtime, its inputs and outputs by index.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+
+#include "ops/kernel.h"
+
+namespace torch::jit {
+class Node;
+} // namespace torch::jit
+
+namespace srt::ops {
+
+using ValueIndex = uint32_t;
+
+// Immutable description of one node, built once by the StaticModule and shared by all runtimes.
+struct StaticNodeInfo {
+  const torch::jit::Node* node = nullptr;
+  Kernel kernel;
+  std::vector<ValueIndex> inputs;
+  // Outputs occupy [first_output, first_output + num_outputs) of the value table.
+  ValueIndex first_output = 0;
+  uint32_t num_outputs = 0;
+  // Indices of this node's sub-blocks (prim::If / prim::Loop) in the module's block table.
+  std::vector<size_t> sub_blocks;
+};
+
+// A node's sub-block, run by the runtime that owns the ProcessedNode. Control-flow kernels use it
+// without knowing how the runtime keeps its values.
+class SubBlock {
+ public:
+  virtual ~SubBlock() = default;
+  virtual size_t numInputs() const = 0;
+  virtual size_t numOutputs() const = 0;
+  // The block's parameters: set them before run().
+  virtual c10::IValue& input(size_t i) = 0;
+  virtual void run() = 0;
+  // The block's results after run().
+  virtual const c10::IValue& output(size_t i) const = 0;
+};
+
+// One node of one runtime. Cheap to construct; holds no copies of values, only the address of the
+// runtime's value table, which must outlive it.
+class ProcessedNode {
+ public:
+  ProcessedNode(const StaticNodeInfo& info, c10::IValue* values)
+      : info_(&info), values_(values) {}
+
+  size_t numInputs() const { return info_->inputs.size(); }
+  size_t numOutputs() const { return info_->num_outputs; }
+  const c10::IValue& input(size_t i) const { return values_[info_->inputs[i]]; }
+  c10::IValue& output(size_t i) { return values_[info_->first_output + i]; }
+
+  const torch::jit::Node* node() const { return info_->node; }
+  KernelKind kind() const { return info_->kernel.kind; }
+
+  void run() { info_->kernel.run(*this); }
+
+  size_t numSubBlocks() const { return sub_blocks_.size(); }
+  SubBlock& subBlock(size_t i) { return *sub_blocks_[i]; }
+  void setSubBlocks(std::vector<std::unique_ptr<SubBlock>> blocks) {
+    sub_blocks_ = std::move(blocks);
+  }
+
+ private:
+  const StaticNodeInfo* info_;
+  c10::IValue* values_;
+  std::vector<std::unique_ptr<SubBlock>> sub_blocks_;
+};
+
+} // namespace srt::ops

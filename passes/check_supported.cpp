@@ -1,0 +1,64 @@
+// The last step of preparation: refuse, with reasons, what the runtime cannot execute.
+#include <sstream>
+#include <unordered_map>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "ops/registry.h"
+#include "passes/describe_node.h"
+#include "passes/prepare.h"
+
+namespace srt::passes {
+namespace {
+
+// Node kinds that survive preparation only when the model does something we do not run, and why.
+const std::unordered_map<c10::Symbol, const char*>& knownUnsupported() {
+  static const std::unordered_map<c10::Symbol, const char*> reasons = {
+      {c10::prim::CallMethod,
+       "a method call survived inlining (an interface or a call the module cannot resolve "
+       "statically)"},
+      {c10::prim::CallFunction, "a function call survived inlining"},
+      {c10::prim::GetAttr,
+       "the graph still reads a module attribute after freezing (a mutated or unfreezable "
+       "attribute)"},
+      {c10::prim::SetAttr, "the model mutates its own attributes, which inference cannot keep"},
+      {c10::prim::fork, "asynchronous forks (torch.jit.fork) are not supported"},
+      {c10::aten::wait, "asynchronous futures (torch.jit.wait) are not supported"},
+  };
+  return reasons;
+}
+
+void collectUnsupported(const torch::jit::Block* block, std::ostringstream& report,
+                        size_t& count) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    if (node->kind() == c10::prim::Constant) {
+      continue;
+    }
+    const auto known = knownUnsupported().find(node->kind());
+    const char* reason = nullptr;
+    if (known != knownUnsupported().end()) {
+      reason = known->second;
+    } else if (!ops::Registry::global().knows(node)) {
+      reason = "no kernel and no JIT operator implements it";
+    }
+    if (reason != nullptr) {
+      report << "\n  " << describeNode(node) << ": " << reason;
+      ++count;
+    }
+    for (const torch::jit::Block* sub_block : node->blocks()) {
+      collectUnsupported(sub_block, report, count);
+    }
+  }
+}
+
+} // namespace
+
+void checkSupported(const torch::jit::Graph& graph) {
+  std::ostringstream report;
+  size_t count = 0;
+  collectUnsupported(graph.block(), report, count);
+  TORCH_CHECK(count == 0, "static_runtime cannot run this model: ", count,
+              " unsupported node(s):", report.str());
+}
+
+} // namespace srt::passes

@@ -1,0 +1,147 @@
+#include <unordered_map>
+#include <unordered_set>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "passes/describe_node.h"
+#include "static_runtime/program.h"
+
+namespace srt {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Node;
+using torch::jit::Value;
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(Program& program, const ops::KernelSelection& selection)
+      : program_(program), selection_(selection) {}
+
+  void build(const torch::jit::Graph& graph) {
+    for (const Value* input : graph.inputs()) {
+      assign(input);
+    }
+    program_.num_inputs = graph.inputs().size();
+    hoistConstants(graph.block());
+    buildBlock(graph.block(), /*parameters_assigned=*/true);
+    program_.num_values = next_index_;
+    collectOutputs();
+  }
+
+ private:
+  ops::ValueIndex assign(const Value* value) {
+    index_of_[value] = next_index_;
+    return next_index_++;
+  }
+
+  ops::ValueIndex indexOf(const Value* value) const { return index_of_.at(value); }
+
+  // Constants of every block live once in the constant section.
+  void hoistConstants(const Block* block) {
+    for (const Node* node : block->nodes()) {
+      if (node->kind() == c10::prim::Constant) {
+        auto constant = torch::jit::toIValue(node->output());
+        TORCH_CHECK(constant.has_value(), "static_runtime: cannot materialize constant ",
+                    passes::describeNode(node));
+        assign(node->output());
+        program_.constants.push_back(std::move(*constant));
+      }
+      for (const Block* sub_block : node->blocks()) {
+        hoistConstants(sub_block);
+      }
+    }
+  }
+
+  // The top-level block's parameters are the graph inputs, which come first in the value table.
+  size_t buildBlock(const Block* block, bool parameters_assigned) {
+    const size_t block_index = program_.blocks.size();
+    program_.blocks.emplace_back();
+    BlockInfo info;
+    for (const Value* parameter : block->inputs()) {
+      info.inputs.push_back(parameters_assigned ? indexOf(parameter) : assign(parameter));
+    }
+    for (const Node* node : block->nodes()) {
+      if (node->kind() != c10::prim::Constant) {
+        info.nodes.push_back(buildNode(node));
+      }
+    }
+    for (const Value* output : block->outputs()) {
+      info.outputs.push_back(indexOf(output));
+    }
+    // Nested blocks were appended while building, so refer to this block by index, not pointer.
+    program_.blocks[block_index] = std::move(info);
+    return block_index;
+  }
+
+  ops::StaticNodeInfo buildNode(const Node* node) {
+    ops::StaticNodeInfo info;
+    info.node = node;
+    for (const Value* input : node->inputs()) {
+      info.inputs.push_back(indexOf(input));
+    }
+    info.first_output = next_index_;
+    info.num_outputs = node->outputs().size();
+    for (const Value* output : node->outputs()) {
+      assign(output);
+    }
+    for (const Block* sub_block : node->blocks()) {
+      info.sub_blocks.push_back(buildBlock(sub_block, /*parameters_assigned=*/false));
+    }
+    auto kernel = ops::Registry::global().select(node, selection_);
+    TORCH_CHECK(kernel.has_value(), "static_runtime cannot run ", passes::describeNode(node),
+                ": no kernel and no JIT operator implements it");
+    info.kernel = std::move(*kernel);
+    return info;
+  }
+
+  void collectOutputs() {
+    const BlockInfo& top = program_.blocks.front();
+    std::unordered_map<ops::ValueIndex, size_t> times_returned;
+    for (ops::ValueIndex index : top.outputs) {
+      ++times_returned[index];
+    }
+    for (ops::ValueIndex index : top.outputs) {
+      const bool computed = index >= program_.firstNodeValue();
+      program_.outputs.push_back({index, computed && times_returned[index] == 1});
+    }
+  }
+
+  Program& program_;
+  const ops::KernelSelection& selection_;
+  std::unordered_map<const Value*, ops::ValueIndex> index_of_;
+  ops::ValueIndex next_index_ = 0;
+};
+
+} // namespace
+
+Program buildProgram(const torch::jit::Graph& graph, const ops::KernelSelection& selection) {
+  Program program;
+  ProgramBuilder(program, selection).build(graph);
+  return program;
+}
+
+ModuleStats countKernels(const Program& program) {
+  ModuleStats stats;
+  for (const BlockInfo& block : program.blocks) {
+    for (const ops::StaticNodeInfo& node : block.nodes) {
+      ++stats.nodes;
+      switch (node.kernel.kind) {
+        case ops::KernelKind::kOutVariant:
+          ++stats.out_variant_nodes;
+          break;
+        case ops::KernelKind::kNative:
+          ++stats.native_nodes;
+          break;
+        case ops::KernelKind::kFallback:
+          ++stats.fallback_nodes;
+          ++stats.fallback_ops[node.node->kind().toQualString()];
+          break;
+      }
+    }
+  }
+  return stats;
+}
+
+} // namespace srt

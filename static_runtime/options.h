@@ -1,0 +1,24 @@
+// What a StaticModule optimizes: fixed when the module is built.
+#pragma once
+
+namespace srt {
+
+// Field names and defaults follow PyTorch's torch::jit::StaticModuleOptions.
+struct StaticModuleOptions {
+  // Pick out-variant kernels (write into the previous run's output tensor) where they exist.
+  bool enable_out_variant = true;
+  // Let the memory planner own intermediate tensors. Requires enable_out_variant.
+  bool optimize_memory = true;
+  // Let the planner own graph outputs too; the caller must hand them back before the next run.
+  // Requires enable_out_variant.
+  bool manage_output_tensors = false;
+  // Replace views that feed kernels with copying variants the planner can manage.
+  bool use_copy_variants = true;
+  // Same for ops that only sometimes alias their input.
+  bool use_maybe_copy_variants = true;
+
+  // Throws c10::Error naming the offending combination.
+  void validate() const;
+};
+
+} // namespace srt

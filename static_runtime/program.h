@@ -1,0 +1,53 @@
+// The immutable, flattened form of a prepared graph that every runtime of a module executes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+
+#include "ops/processed_node.h"
+#include "ops/registry.h"
+#include "static_runtime/stats.h"
+
+namespace torch::jit {
+struct Graph;
+} // namespace torch::jit
+
+namespace srt {
+
+// One block's node list: the graph's top level, or a branch / body of a prim::If / prim::Loop.
+struct BlockInfo {
+  // Value indices of the block's parameters (a loop body's iteration and carried values).
+  std::vector<ops::ValueIndex> inputs;
+  std::vector<ops::StaticNodeInfo> nodes;
+  std::vector<ops::ValueIndex> outputs;
+};
+
+struct OutputSlot {
+  ops::ValueIndex index;
+  // False when the value is an input, a constant, or returned twice: the runtime copies it.
+  bool movable;
+};
+
+// Value table layout, shared by all blocks of the graph:
+//   [graph inputs | constants | node outputs and block parameters, in program order]
+struct Program {
+  size_t num_inputs = 0;
+  std::vector<c10::IValue> constants;
+  size_t num_values = 0;
+  // blocks[0] is the top level; nodes refer to their sub-blocks by index.
+  std::vector<BlockInfo> blocks;
+  std::vector<OutputSlot> outputs;
+
+  size_t firstNodeValue() const { return num_inputs + constants.size(); }
+};
+
+// Assigns every value an index, hoists constants, and selects a kernel for every node.
+// `graph` must outlive the program: node infos point into it.
+Program buildProgram(const torch::jit::Graph& graph, const ops::KernelSelection& selection);
+
+// Node counts by kernel kind, over every block.
+ModuleStats countKernels(const Program& program);
+
+} // namespace srt

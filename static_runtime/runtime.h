@@ -1,0 +1,43 @@
+// StaticRuntime: one thread's executor of a StaticModule. Owns all mutable per-run state.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+
+#include "static_runtime/argument_binding.h"
+
+namespace srt {
+
+class BlockRunner;
+class StaticModule;
+
+// Not thread-safe: one thread uses a runtime at a time (StaticModule::operator() hands each caller
+// its own). Creating one does no graph work: it sizes the value table and builds node wrappers.
+class StaticRuntime {
+ public:
+  // `module` must outlive the runtime.
+  explicit StaticRuntime(const StaticModule& module);
+  ~StaticRuntime();
+  StaticRuntime(const StaticRuntime&) = delete;
+  StaticRuntime& operator=(const StaticRuntime&) = delete;
+
+  // Runs forward. Arguments bind like a TorchScript method call: positionally, then by keyword,
+  // then defaults. Returns what forward returns; the result is the caller's and stays valid
+  // across later runs. On error, throws c10::Error and the runtime stays usable.
+  [[nodiscard]] c10::IValue operator()(std::vector<c10::IValue> args, const Kwargs& kwargs = {});
+
+  const StaticModule& module() const { return module_; }
+
+ private:
+  c10::IValue takeOutputs();
+  // Drops inputs and intermediates so nothing of the caller's is kept alive between runs.
+  void resetValues() noexcept;
+
+  const StaticModule& module_;
+  std::vector<c10::IValue> values_;
+  std::unique_ptr<BlockRunner> top_block_;
+};
+
+} // namespace srt

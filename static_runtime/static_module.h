@@ -1,0 +1,74 @@
+// StaticModule: a TorchScript module prepared once into an immutable program that runtimes execute.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
+
+#include "static_runtime/argument_binding.h"
+#include "static_runtime/options.h"
+#include "static_runtime/program.h"
+#include "static_runtime/stats.h"
+
+namespace torch::jit {
+struct Graph;
+struct Module;
+} // namespace torch::jit
+
+namespace srt {
+namespace passes {
+struct PreparedGraph;
+} // namespace passes
+
+class StaticRuntime;
+
+// Immutable after construction and shared by every thread. Runtimes created from it hold a
+// reference to it: the module must outlive them.
+class StaticModule {
+ public:
+  // Freezes (on a copy, in eval mode) when `module` is not frozen yet, then prepares `forward`.
+  explicit StaticModule(const torch::jit::Module& module, StaticModuleOptions options = {});
+  // A free-standing graph whose inputs are the arguments (no `self`).
+  explicit StaticModule(const std::shared_ptr<torch::jit::Graph>& graph,
+                        StaticModuleOptions options = {});
+  ~StaticModule();
+  StaticModule(const StaticModule&) = delete;
+  StaticModule& operator=(const StaticModule&) = delete;
+
+  // Loads a TorchScript archive written by torch.jit.save; a missing or corrupt file is a
+  // c10::Error naming the path.
+  [[nodiscard]] static std::unique_ptr<StaticModule> load(const std::string& path,
+                                                          StaticModuleOptions options = {});
+
+  // Thread-safe: runs on a runtime no other caller is using (created on demand and kept).
+  [[nodiscard]] c10::IValue operator()(std::vector<c10::IValue> args,
+                                       const Kwargs& kwargs = {}) const;
+
+  const StaticModuleOptions& options() const { return options_; }
+  // forward's schema without `self`.
+  const c10::FunctionSchema& schema() const { return schema_; }
+  // The prepared graph the program was built from.
+  const torch::jit::Graph& graph() const { return *graph_; }
+  const Program& program() const { return program_; }
+  [[nodiscard]] ModuleStats stats() const;
+
+ private:
+  StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options);
+
+  std::unique_ptr<StaticRuntime> acquireRuntime() const;
+  void releaseRuntime(std::unique_ptr<StaticRuntime> runtime) const;
+
+  StaticModuleOptions options_;
+  std::shared_ptr<torch::jit::Graph> graph_;
+  c10::FunctionSchema schema_;
+  Program program_;
+
+  mutable std::mutex idle_runtimes_mutex_;
+  mutable std::vector<std::unique_ptr<StaticRuntime>> idle_runtimes_;
+};
+
+} // namespace srt
