@@ -1,5 +1,7 @@
-// prim::If and prim::Loop: run-time control flow, each branch or body a sub-block the runtime runs.
+// prim::If and prim::Loop: run-time control flow, each branch or body a sub-block the runtime
+// runs; and prim::RaiseException, the model's own `raise`.
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/jit_exception.h>
 
 #include "ops/processed_node.h"
 #include "ops/registry.h"
@@ -49,7 +51,23 @@ void runLoop(ProcessedNode& p) {
   }
 }
 
+// prim::RaiseException(str msg, str? cls=None). LibTorch 1.13's registered operator is a
+// deprecated one-argument kernel (the interpreter raises with an instruction of its own), so the
+// fallback would report the class name as the message. The message reads like the JIT's:
+// "builtins.ValueError: negative input".
+void raiseException(ProcessedNode& p) {
+  const std::string& message = p.input(0).toStringRef();
+  if (p.numInputs() > 1 && !p.input(1).isNone()) {
+    throw torch::jit::JITException(p.input(1).toStringRef() + ": " + message);
+  }
+  throw torch::jit::JITException(message);
+}
+
 } // namespace
+
+SRT_REGISTER_KERNEL("prim::RaiseException", kNative, [](const torch::jit::Node*) {
+  return std::optional<KernelFunction>(raiseException);
+});
 
 SRT_REGISTER_KERNEL("prim::If", kNative, [](const torch::jit::Node*) {
   return std::optional<KernelFunction>(runIf);

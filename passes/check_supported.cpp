@@ -28,6 +28,25 @@ const std::unordered_map<c10::Symbol, const char*>& knownUnsupported() {
   return reasons;
 }
 
+// Whether a node can run at all: prim nodes without an operator are the interpreter's own
+// constructs (calls, attributes, control flow), decided by collectUnsupported after flattening.
+bool isUnknownOperator(const torch::jit::Node* node) {
+  return !node->kind().is_prim() && !ops::Registry::global().knows(node);
+}
+
+void collectUnknownOperators(const torch::jit::Block* block, std::ostringstream& report,
+                             size_t& count) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    if (isUnknownOperator(node)) {
+      report << "\n  " << describeNode(node) << ": no kernel and no JIT operator implements it";
+      ++count;
+    }
+    for (const torch::jit::Block* sub_block : node->blocks()) {
+      collectUnknownOperators(sub_block, report, count);
+    }
+  }
+}
+
 void collectUnsupported(const torch::jit::Block* block, std::ostringstream& report,
                         size_t& count) {
   for (const torch::jit::Node* node : block->nodes()) {
@@ -52,6 +71,14 @@ void collectUnsupported(const torch::jit::Block* block, std::ostringstream& repo
 }
 
 } // namespace
+
+void refuseUnknownOperators(const torch::jit::Graph& graph) {
+  std::ostringstream report;
+  size_t count = 0;
+  collectUnknownOperators(graph.block(), report, count);
+  TORCH_CHECK(count == 0, "static_runtime cannot run this model: ", count,
+              " node(s) with unknown operators:", report.str());
+}
 
 void checkSupported(const torch::jit::Graph& graph) {
   std::ostringstream report;

@@ -16,10 +16,7 @@ std::string trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
-} // namespace
-
-std::string describeSource(const torch::jit::Node* node) {
-  torch::jit::SourceRange range = node->sourceRange();
+std::string describeRange(torch::jit::SourceRange range) {
   // Loaded models point into their serialized code; prefer the original Python source.
   if (auto original = range.findSourceRangeThatGenerated()) {
     range = *original;
@@ -42,9 +39,24 @@ std::string describeSource(const torch::jit::Node* node) {
   return out.str();
 }
 
+} // namespace
+
+std::string describeSource(const torch::jit::Node* node) {
+  std::string where = describeRange(node->sourceRange());
+  // A node inlined from a submodule or function points into library code (e.g. nn.Linear);
+  // the outermost call site is the line the model's author wrote.
+  if (auto callstack = node->callstack()) {
+    auto frames = (*callstack)->vec();
+    if (!frames.empty()) {
+      where += ", called from " + describeRange(std::get<1>(frames.front()));
+    }
+  }
+  return where;
+}
+
 std::string describeNode(const torch::jit::Node* node) {
   std::ostringstream printed;
-  node->print(printed, 0, nullptr, /*print_source_locations=*/false, /*print_attributes=*/false,
+  node->print(printed, 0, nullptr, /*print_source_locations=*/false, /*print_attributes=*/true,
               /*print_scopes=*/false, /*print_body=*/false);
   return std::string(node->kind().toQualString()) + " (" + trim(printed.str()) + ", " +
          describeSource(node) + ")";

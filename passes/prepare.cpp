@@ -1,5 +1,7 @@
 #include "passes/prepare.h"
 
+#include "passes/describe_node.h"
+
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/canonicalize.h>
@@ -15,6 +17,7 @@ namespace {
 // The LibTorch passes that flatten a graph, in the order PyTorch's Static Runtime runs them:
 // constants propagate again after each pass that exposes more of them.
 std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> graph) {
+  refuseUnknownOperators(*graph);
   torch::jit::Inline(*graph);
   torch::jit::ConstantPropagation(graph);
   graph = torch::jit::Canonicalize(graph);
@@ -25,9 +28,10 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   return graph;
 }
 
-bool isFrozen(const torch::jit::Module& module) {
-  // freeze_module folds every attribute, `training` included.
-  return !module.hasattr("training");
+// A forward that never touches `self` has nothing left to fold. (PyTorch's test, "has no
+// `training` attribute", misreads modules built in C++, which never had one.)
+bool needsFreezing(const torch::jit::Module& module) {
+  return module.get_method("forward").graph()->inputs().at(0)->hasUses();
 }
 
 std::string inputName(const torch::jit::Value* value, size_t position) {
@@ -45,25 +49,28 @@ std::string inputName(const torch::jit::Value* value, size_t position) {
 PreparedGraph prepareModule(const torch::jit::Module& module) {
   TORCH_CHECK(module.find_method("forward"), "static_runtime: the module has no `forward` method");
   torch::jit::Module frozen = module;
-  if (!isFrozen(module)) {
+  if (needsFreezing(module)) {
     torch::jit::Module copy = module.clone();
-    copy.eval();
+    if (copy.hasattr("training")) {
+      copy.eval();
+    }
     frozen = torch::jit::freeze_module(copy);
   }
   torch::jit::Method forward = frozen.get_method("forward");
-  std::shared_ptr<torch::jit::Graph> graph = forward.graph()->copy();
+  std::shared_ptr<torch::jit::Graph> graph = flatten(forward.graph()->copy());
 
-  TORCH_CHECK(!graph->inputs().empty() && !graph->inputs()[0]->hasUses(),
-              "static_runtime: forward still uses `self` after freezing (it reads or writes an "
-              "attribute that freezing cannot fold, e.g. one the model mutates); such modules "
-              "are not supported");
+  torch::jit::Value* self = graph->inputs().at(0);
+  if (self->hasUses()) {
+    // Names the attribute reads/writes and calls that freezing could not fold.
+    checkSupported(*graph);
+    TORCH_CHECK(false, "static_runtime: forward still uses `self` after freezing, in ",
+                describeNode(self->uses().front().user), "; such modules are not supported");
+  }
   graph->eraseInput(0);
   const c10::FunctionSchema& with_self = forward.function().getSchema();
   std::vector<c10::Argument> arguments(with_self.arguments().begin() + 1,
                                        with_self.arguments().end());
   c10::FunctionSchema schema = with_self.cloneWithArguments(std::move(arguments));
-
-  graph = flatten(std::move(graph));
   checkSupported(*graph);
   return {std::move(graph), std::move(schema)};
 }

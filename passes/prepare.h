@@ -26,6 +26,10 @@ PreparedGraph prepareModule(const torch::jit::Module& module);
 // graph's inputs.
 PreparedGraph prepareGraph(const std::shared_ptr<torch::jit::Graph>& graph);
 
+// Throws a c10::Error naming every non-prim node no kernel or JIT operator implements. Runs
+// before LibTorch's passes, whose alias analysis asserts on unknown operators.
+void refuseUnknownOperators(const torch::jit::Graph& graph);
+
 // Throws a c10::Error naming every node the runtime cannot execute: calls that survived inlining,
 // references to the module, forks, and nodes with neither a kernel nor a JIT operator.
 void checkSupported(const torch::jit::Graph& graph);

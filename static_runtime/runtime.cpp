@@ -1,5 +1,6 @@
 #include "static_runtime/runtime.h"
 
+#include <c10/core/GradMode.h>
 #include <c10/util/irange.h>
 
 #include "static_runtime/block_runner.h"
@@ -28,6 +29,8 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
     ~ResetOnExit() { runtime.resetValues(); }
   } reset_on_exit{*this};
 
+  // Inference only: recording autograd history would cost time and keep activations alive.
+  c10::AutoGradMode no_grad(false);
   std::move(args.begin(), args.end(), values_.begin());
   top_block_->run();
   return takeOutputs();

@@ -1,0 +1,154 @@
+// Preparation: freezing, flattening, and refusing what the runtime cannot run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "passes/prepare.h"
+#include "scripts.h"
+
+namespace srt::testing {
+namespace {
+
+bool containsKind(const torch::jit::Block* block, c10::Symbol kind) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    if (node->kind() == kind) {
+      return true;
+    }
+    for (const torch::jit::Block* sub_block : node->blocks()) {
+      if (containsKind(sub_block, kind)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+torch::jit::Module moduleWithSubmodule() {
+  torch::jit::Module child("Child");
+  child.register_parameter("weight", torch::randn({3, 3}), /*is_buffer=*/false);
+  child.define(R"JIT(
+def forward(self, x):
+    return torch.mm(x, self.weight)
+)JIT");
+  torch::jit::Module parent("Parent");
+  parent.register_module("child", child);
+  parent.define(R"JIT(
+def forward(self, x):
+    return self.child.forward(x).relu()
+)JIT");
+  return parent;
+}
+
+TEST(Prepare, FreezesInlinesAndDropsSelf) {
+  torch::jit::Module module = moduleWithSubmodule();
+  passes::PreparedGraph prepared = passes::prepareModule(module);
+  prepared.graph->lint();
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::prim::CallMethod));
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::prim::GetAttr));
+  ASSERT_EQ(prepared.graph->inputs().size(), 1u);
+  ASSERT_EQ(prepared.schema.arguments().size(), 1u);
+  EXPECT_EQ(prepared.schema.arguments()[0].name(), "x");
+  // The caller's module is left as it was: not frozen, forward still calls the submodule.
+  EXPECT_TRUE(module.hasattr("child"));
+  EXPECT_TRUE(module.get_method("forward").graph()->inputs().at(0)->hasUses());
+}
+
+TEST(Prepare, FrozenAndUnfrozenModulesGiveTheSameResults) {
+  torch::jit::Module module = moduleWithSubmodule();
+  module.eval();
+  torch::jit::Module frozen = torch::jit::freeze(module);
+  auto x = torch::randn({2, 3});
+  auto expected = module.forward({x}).toTensor();
+  EXPECT_TRUE(torch::allclose(StaticModule(module)({x}).toTensor(), expected));
+  EXPECT_TRUE(torch::allclose(StaticModule(frozen)({x}).toTensor(), expected));
+}
+
+TEST(Prepare, KeepsRunTimeControlFlowAsSubBlocks) {
+  passes::PreparedGraph prepared = passes::prepareModule(scriptModule(scripts::kBranchOnValue));
+  EXPECT_TRUE(containsKind(prepared.graph->block(), c10::prim::If));
+}
+
+TEST(Prepare, RemovesMutationWhereSafe) {
+  passes::PreparedGraph prepared = passes::prepareModule(scriptModule(scripts::kInPlaceUserCode));
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
+}
+
+// TorchScript compiled from C++ cannot spell torch.jit.fork (pytest covers it); an operator
+// nothing implements takes the same refusal path.
+TEST(Prepare, RefusesNodesNothingImplementsWithKindAndReason) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %y : Tensor = srt_test::not_an_operator(%x)
+  return (%y))IR",
+                      graph.get());
+  try {
+    StaticModule static_module(graph);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    const std::string message = e.what_without_backtrace();
+    EXPECT_THAT(message, ::testing::HasSubstr("srt_test::not_an_operator"));
+    EXPECT_THAT(message, ::testing::HasSubstr("no kernel and no JIT operator"));
+  }
+}
+
+TEST(Prepare, RefusesModulesThatMutateTheirAttributes) {
+  torch::jit::Module module("Counter");
+  module.register_attribute("count", c10::IntType::get(), 0);
+  module.define(R"JIT(
+def forward(self, x):
+    self.count += 1
+    return x + self.count
+)JIT");
+  try {
+    StaticModule static_module(module);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    const std::string message = e.what_without_backtrace();
+    EXPECT_THAT(message, ::testing::HasSubstr("prim::SetAttr"));
+    EXPECT_THAT(message, ::testing::HasSubstr("mutates its own attributes"));
+  }
+}
+
+TEST(Prepare, RefusesAModuleWithoutForward) {
+  torch::jit::Module module("Empty");
+  EXPECT_THROW(StaticModule{module}, c10::Error);
+}
+
+TEST(Load, MissingFileIsAClearError) {
+  try {
+    (void)StaticModule::load("/nonexistent/model.pt");
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(), ::testing::HasSubstr("/nonexistent/model.pt"));
+  }
+}
+
+TEST(Load, CorruptFileIsAClearError) {
+  const std::string path = ::testing::TempDir() + "/corrupt_model.pt";
+  {
+    std::ofstream file(path, std::ios::binary);
+    file << "PK\x03\x04 this is not a torchscript archive";
+  }
+  try {
+    (void)StaticModule::load(path);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(), ::testing::HasSubstr("not a TorchScript archive"));
+  }
+}
+
+TEST(Load, RoundTripsASavedModule) {
+  const std::string path = ::testing::TempDir() + "/saved_model.pt";
+  torch::jit::Module module = moduleWithSubmodule();
+  module.save(path);
+  auto static_module = StaticModule::load(path);
+  auto x = torch::randn({4, 3});
+  EXPECT_TRUE(torch::allclose((*static_module)({x}).toTensor(), module.forward({x}).toTensor()));
+}
+
+} // namespace
+} // namespace srt::testing
