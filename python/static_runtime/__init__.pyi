@@ -1,0 +1,43 @@
+import os
+from typing import Any, Dict, Union
+
+import torch
+
+__version__: str
+
+class StaticModule:
+    """A TorchScript module prepared once into an immutable program; calls are thread-safe."""
+
+    def __init__(
+        self,
+        module_or_path: Union[torch.jit.ScriptModule, torch.jit.ScriptFunction, str, bytes, os.PathLike],
+        *,
+        enable_out_variant: bool = ...,
+        optimize_memory: bool = ...,
+        manage_output_tensors: bool = ...,
+        use_copy_variants: bool = ...,
+        use_maybe_copy_variants: bool = ...,
+    ) -> None:
+        """Prepares `forward` of a ScriptModule (or a scripted function, whose argument defaults are not
+        kept), or of the module saved at a path. optimize_memory and manage_output_tensors require
+        enable_out_variant."""
+        ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs forward; returns what forward returns (tensor, tuple, list, dict or scalar)."""
+        ...
+    def stats(self) -> Dict[str, Any]:
+        """Kernel counts ("nodes", "out_variant_nodes", "native_nodes", "fallback_nodes",
+        "fallback_ops") and planned memory ("managed_bytes", "managed_lower_bound_bytes")."""
+        ...
+    @property
+    def graph(self) -> str:
+        """The prepared TorchScript graph, as text."""
+        ...
+    @property
+    def schema(self) -> str:
+        """forward's schema without `self`."""
+        ...
+    @property
+    def options(self) -> Dict[str, bool]:
+        """The StaticModuleOptions the module was built with."""
+        ...
