@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh machine: install dependencies, build, run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+cd "${SRT_BUILD_DIR:-build}"
+ctest --output-on-failure --timeout 1800 "$@"
