@@ -24,3 +24,6 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)
+
+# Installed programs find the installed library next to them, without LD_LIBRARY_PATH.
+set_target_properties(srt PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")

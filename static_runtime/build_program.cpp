@@ -1,6 +1,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -19,15 +20,16 @@ class ProgramBuilder {
   ProgramBuilder(Program& program, const ops::KernelSelection& selection)
       : program_(program), selection_(selection) {}
 
-  void build(const torch::jit::Graph& graph) {
-    for (const Value* input : graph.inputs()) {
+  void build(const std::shared_ptr<torch::jit::Graph>& graph) {
+    for (const Value* input : graph->inputs()) {
       assign(input);
     }
-    program_.num_inputs = graph.inputs().size();
-    hoistConstants(graph.block());
-    buildBlock(graph.block(), /*parameters_assigned=*/true);
+    program_.num_inputs = graph->inputs().size();
+    hoistConstants(graph->block());
+    buildBlock(graph->block(), /*parameters_assigned=*/true);
     program_.num_values = next_index_;
     collectOutputs();
+    collectValuesToReset(graph);
   }
 
  private:
@@ -93,6 +95,7 @@ class ProgramBuilder {
     TORCH_CHECK(kernel.has_value(), "static_runtime cannot run ", passes::describeNode(node),
                 ": no kernel and no JIT operator implements it");
     info.kernel = std::move(*kernel);
+    kernel_kind_of_[node] = info.kernel.kind;
     return info;
   }
 
@@ -108,15 +111,45 @@ class ProgramBuilder {
     }
   }
 
+  // A tensor the caller receives, or that may alias one, must be fresh every run; so must
+  // anything a non-out-variant kernel produced (it may alias the caller's inputs).
+  void collectValuesToReset(const std::shared_ptr<torch::jit::Graph>& graph) {
+    const torch::jit::AliasDb alias_db(graph, /*isFrozen=*/true);
+    std::vector<bool> keep(program_.num_values, false);
+    for (const auto& [value, index] : index_of_) {
+      keep[index] = isReusableOutVariantOutput(value, *graph, alias_db);
+    }
+    for (size_t i = 0; i < program_.num_values; ++i) {
+      const bool constant = i >= program_.num_inputs && i < program_.firstNodeValue();
+      if (!constant && !keep[i]) {
+        program_.reset_after_run.push_back(static_cast<ops::ValueIndex>(i));
+      }
+    }
+  }
+
+  bool isReusableOutVariantOutput(const Value* value, torch::jit::Graph& graph,
+                                  const torch::jit::AliasDb& alias_db) const {
+    const Node* producer = value->node();
+    if (producer->kind() == c10::prim::Param || producer->kind() == c10::prim::Constant ||
+        value->type()->kind() != c10::TypeKind::TensorType) {
+      return false;
+    }
+    auto kind = kernel_kind_of_.find(producer);
+    return kind != kernel_kind_of_.end() && kind->second == ops::KernelKind::kOutVariant &&
+           !alias_db.mayContainAlias(const_cast<Value*>(value), graph.outputs());
+  }
+
   Program& program_;
   const ops::KernelSelection& selection_;
+  std::unordered_map<const Node*, ops::KernelKind> kernel_kind_of_;
   std::unordered_map<const Value*, ops::ValueIndex> index_of_;
   ops::ValueIndex next_index_ = 0;
 };
 
 } // namespace
 
-Program buildProgram(const torch::jit::Graph& graph, const ops::KernelSelection& selection) {
+Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
+                     const ops::KernelSelection& selection) {
   Program program;
   ProgramBuilder(program, selection).build(graph);
   return program;

@@ -39,13 +39,17 @@ struct Program {
   // blocks[0] is the top level; nodes refer to their sub-blocks by index.
   std::vector<BlockInfo> blocks;
   std::vector<OutputSlot> outputs;
+  // Values a runtime drops after every run (and after an error): inputs, and every computed value
+  // except out-variant outputs no graph output can alias, whose tensors the next run writes into.
+  std::vector<ops::ValueIndex> reset_after_run;
 
   size_t firstNodeValue() const { return num_inputs + constants.size(); }
 };
 
 // Assigns every value an index, hoists constants, and selects a kernel for every node.
 // `graph` must outlive the program: node infos point into it.
-Program buildProgram(const torch::jit::Graph& graph, const ops::KernelSelection& selection);
+Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
+                     const ops::KernelSelection& selection);
 
 // Node counts by kernel kind, over every block.
 ModuleStats countKernels(const Program& program);

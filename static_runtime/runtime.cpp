@@ -1,7 +1,6 @@
 #include "static_runtime/runtime.h"
 
 #include <c10/core/GradMode.h>
-#include <c10/util/irange.h>
 
 #include "static_runtime/block_runner.h"
 #include "static_runtime/static_module.h"
@@ -53,11 +52,7 @@ c10::IValue StaticRuntime::takeOutputs() {
 }
 
 void StaticRuntime::resetValues() noexcept {
-  const Program& program = module_.program();
-  for (size_t i : c10::irange(program.num_inputs)) {
-    values_[i] = c10::IValue();
-  }
-  for (size_t i = program.firstNodeValue(); i < program.num_values; ++i) {
+  for (ops::ValueIndex i : module_.program().reset_after_run) {
     values_[i] = c10::IValue();
   }
 }

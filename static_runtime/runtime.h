@@ -32,7 +32,8 @@ class StaticRuntime {
 
  private:
   c10::IValue takeOutputs();
-  // Drops inputs and intermediates so nothing of the caller's is kept alive between runs.
+  // Drops inputs and every intermediate but reusable out-variant outputs, so nothing of the
+  // caller's is kept alive between runs.
   void resetValues() noexcept;
 
   const StaticModule& module_;
