@@ -11,7 +11,7 @@ namespace {
 
 using torch::jit::Node;
 
-std::optional<KernelFunction> tupleConstruct(const Node* node) {
+std::optional<KernelFunction> tupleConstruct(const Node* node, const KernelOptions&) {
   // Named tuples carry a type the plain construction would lose.
   if (node->output()->type()->expectRef<c10::TupleType>().name()) {
     return std::nullopt;
@@ -26,7 +26,7 @@ std::optional<KernelFunction> tupleConstruct(const Node* node) {
   };
 }
 
-std::optional<KernelFunction> listConstruct(const Node* node) {
+std::optional<KernelFunction> listConstruct(const Node* node, const KernelOptions&) {
   c10::TypePtr element_type = node->output()->type()->expectRef<c10::ListType>().getElementType();
   return [element_type](ProcessedNode& p) {
     c10::impl::GenericList list(element_type);
@@ -38,7 +38,7 @@ std::optional<KernelFunction> listConstruct(const Node* node) {
   };
 }
 
-std::optional<KernelFunction> dictConstruct(const Node* node) {
+std::optional<KernelFunction> dictConstruct(const Node* node, const KernelOptions&) {
   const auto& type = node->output()->type()->expectRef<c10::DictType>();
   c10::TypePtr key_type = type.getKeyType();
   c10::TypePtr value_type = type.getValueType();
@@ -80,7 +80,7 @@ void tupleIndex(ProcessedNode& p) {
 }
 
 template <void (*Fn)(ProcessedNode&)>
-std::optional<KernelFunction> always(const Node*) {
+std::optional<KernelFunction> always(const Node*, const KernelOptions&) {
   return KernelFunction(Fn);
 }
 

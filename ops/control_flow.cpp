@@ -65,15 +65,15 @@ void raiseException(ProcessedNode& p) {
 
 } // namespace
 
-SRT_REGISTER_KERNEL("prim::RaiseException", kNative, [](const torch::jit::Node*) {
+SRT_REGISTER_KERNEL("prim::RaiseException", kNative, [](const torch::jit::Node*, const KernelOptions&) {
   return std::optional<KernelFunction>(raiseException);
 });
 
-SRT_REGISTER_KERNEL("prim::If", kNative, [](const torch::jit::Node*) {
+SRT_REGISTER_KERNEL("prim::If", kNative, [](const torch::jit::Node*, const KernelOptions&) {
   return std::optional<KernelFunction>(runIf);
 });
 
-SRT_REGISTER_KERNEL("prim::Loop", kNative, [](const torch::jit::Node*) {
+SRT_REGISTER_KERNEL("prim::Loop", kNative, [](const torch::jit::Node*, const KernelOptions&) {
   return std::optional<KernelFunction>(runLoop);
 });
 

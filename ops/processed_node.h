@@ -8,6 +8,7 @@
 #include <ATen/core/ivalue.h>
 
 #include "ops/kernel.h"
+#include "ops/scratch.h"
 
 namespace torch::jit {
 class Node;
@@ -43,12 +44,19 @@ class SubBlock {
   virtual const c10::IValue& output(size_t i) const = 0;
 };
 
-// One node of one runtime. Cheap to construct; holds no copies of values, only the address of the
-// runtime's value table, which must outlive it.
+// Mutable per-runtime state a kernel keeps for its node (e.g. a oneDNN primitive built for the
+// last input shape). Kernels are shared by all runtimes, so such state cannot live in the kernel.
+class NodeState {
+ public:
+  virtual ~NodeState() = default;
+};
+
+// One node of one runtime. Cheap to construct; holds no copies of values, only the addresses of
+// the runtime's value table and scratch memory, which must outlive it.
 class ProcessedNode {
  public:
-  ProcessedNode(const StaticNodeInfo& info, c10::IValue* values)
-      : info_(&info), values_(values) {}
+  ProcessedNode(const StaticNodeInfo& info, c10::IValue* values, Scratch* scratch)
+      : info_(&info), values_(values), scratch_(scratch) {}
 
   size_t numInputs() const { return info_->inputs.size(); }
   size_t numOutputs() const { return info_->num_outputs; }
@@ -60,6 +68,18 @@ class ProcessedNode {
 
   void run() { info_->kernel.run(*this); }
 
+  // This node's state of type T, created empty on first use. A kernel uses one type only.
+  template <typename T>
+  T& state() {
+    if (!state_) {
+      state_ = std::make_unique<T>();
+    }
+    return static_cast<T&>(*state_);
+  }
+
+  // At least `bytes` bytes of 64-byte aligned scratch, valid until this kernel call returns.
+  void* scratch(size_t bytes) { return scratch_->get(bytes); }
+
   size_t numSubBlocks() const { return sub_blocks_.size(); }
   SubBlock& subBlock(size_t i) { return *sub_blocks_[i]; }
   void setSubBlocks(std::vector<std::unique_ptr<SubBlock>> blocks) {
@@ -69,6 +89,8 @@ class ProcessedNode {
  private:
   const StaticNodeInfo* info_;
   c10::IValue* values_;
+  Scratch* scratch_;
+  std::unique_ptr<NodeState> state_;
   std::vector<std::unique_ptr<SubBlock>> sub_blocks_;
 };
 

@@ -27,19 +27,31 @@ void Registry::add(const char* qualified_op_name, KernelKind kind, KernelFactory
   entries_[c10::Symbol::fromQualString(qualified_op_name)].push_back({kind, std::move(factory)});
 }
 
+const char* toString(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::kOneDnn:
+      return "onednn";
+    case GemmBackend::kOpenBlas:
+      return "openblas";
+    case GemmBackend::kAten:
+      return "aten";
+  }
+  return "unknown";
+}
+
 std::optional<Kernel> Registry::select(const torch::jit::Node* node,
-                                       const KernelSelection& how) const {
+                                       const KernelOptions& options) const {
   auto it = entries_.find(node->kind());
   if (it != entries_.end()) {
     for (KernelKind wanted : {KernelKind::kOutVariant, KernelKind::kNative}) {
-      if (wanted == KernelKind::kOutVariant && !how.enable_out_variant) {
+      if (wanted == KernelKind::kOutVariant && !options.enable_out_variant) {
         continue;
       }
       for (const Entry& entry : it->second) {
         if (entry.kind != wanted) {
           continue;
         }
-        if (auto fn = entry.factory(node)) {
+        if (auto fn = entry.factory(node, options)) {
           return Kernel{entry.kind, std::move(*fn)};
         }
       }

@@ -10,6 +10,7 @@
 #include <ATen/core/interned_strings.h>
 
 #include "ops/kernel.h"
+#include "ops/kernel_options.h"
 
 namespace torch::jit {
 class Node;
@@ -18,13 +19,10 @@ class Node;
 namespace srt::ops {
 
 // Returns a kernel function for this node, or std::nullopt to decline it (schema not matched,
-// unsupported dtype, ...), in which case the next candidate is tried.
-using KernelFactory = std::function<std::optional<KernelFunction>(const torch::jit::Node*)>;
-
-struct KernelSelection {
-  // When false, out-variant factories are skipped (StaticModuleOptions::enable_out_variant).
-  bool enable_out_variant = true;
-};
+// unsupported dtype, ...), in which case the next candidate is tried. Runs once per node when the
+// module is built: the place for work like pre-packing a constant weight.
+using KernelFactory =
+    std::function<std::optional<KernelFunction>(const torch::jit::Node*, const KernelOptions&)>;
 
 class Registry {
  public:
@@ -34,7 +32,7 @@ class Registry {
 
   // Best kernel for the node: out-variant, then native, then the JIT-operator fallback.
   // std::nullopt when nothing can run it.
-  std::optional<Kernel> select(const torch::jit::Node* node, const KernelSelection& how) const;
+  std::optional<Kernel> select(const torch::jit::Node* node, const KernelOptions& options) const;
 
   // True when some factory or the fallback could run this node kind.
   bool knows(const torch::jit::Node* node) const;
@@ -64,7 +62,8 @@ struct Registrar {
 #define SRT_CONCAT(a, b) SRT_CONCAT_IMPL(a, b)
 
 // Registers a kernel factory for an operator, in the file that implements the kernel:
-//   SRT_REGISTER_KERNEL("aten::relu", kOutVariant, [](const Node* n) -> std::optional<...> {...});
+//   SRT_REGISTER_KERNEL("aten::relu", kOutVariant,
+//                       [](const Node* n, const KernelOptions&) -> std::optional<...> {...});
 #define SRT_REGISTER_KERNEL(op_name, kind, factory)                                          \
   static const ::srt::ops::detail::Registrar SRT_CONCAT(srt_kernel_registrar_, __COUNTER__)( \
       op_name, ::srt::ops::KernelKind::kind, factory)

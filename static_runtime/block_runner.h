@@ -12,7 +12,8 @@ namespace srt {
 // nodes get BlockRunners of their own. `program` and `values` must outlive the runner.
 class BlockRunner final : public ops::SubBlock {
  public:
-  BlockRunner(const Program& program, size_t block_index, c10::IValue* values);
+  BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
+              ops::Scratch* scratch);
 
   size_t numInputs() const override { return info_.inputs.size(); }
   size_t numOutputs() const override { return info_.outputs.size(); }

@@ -17,8 +17,8 @@ using torch::jit::Value;
 
 class ProgramBuilder {
  public:
-  ProgramBuilder(Program& program, const ops::KernelSelection& selection)
-      : program_(program), selection_(selection) {}
+  ProgramBuilder(Program& program, const ops::KernelOptions& kernel_options)
+      : program_(program), kernel_options_(kernel_options) {}
 
   void build(const std::shared_ptr<torch::jit::Graph>& graph) {
     for (const Value* input : graph->inputs()) {
@@ -91,7 +91,7 @@ class ProgramBuilder {
     for (const Block* sub_block : node->blocks()) {
       info.sub_blocks.push_back(buildBlock(sub_block, /*parameters_assigned=*/false));
     }
-    auto kernel = ops::Registry::global().select(node, selection_);
+    auto kernel = ops::Registry::global().select(node, kernel_options_);
     TORCH_CHECK(kernel.has_value(), "static_runtime cannot run ", passes::describeNode(node),
                 ": no kernel and no JIT operator implements it");
     info.kernel = std::move(*kernel);
@@ -140,7 +140,7 @@ class ProgramBuilder {
   }
 
   Program& program_;
-  const ops::KernelSelection& selection_;
+  const ops::KernelOptions& kernel_options_;
   std::unordered_map<const Node*, ops::KernelKind> kernel_kind_of_;
   std::unordered_map<const Value*, ops::ValueIndex> index_of_;
   ops::ValueIndex next_index_ = 0;
@@ -149,9 +149,9 @@ class ProgramBuilder {
 } // namespace
 
 Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
-                     const ops::KernelSelection& selection) {
+                     const ops::KernelOptions& kernel_options) {
   Program program;
-  ProgramBuilder(program, selection).build(graph);
+  ProgramBuilder(program, kernel_options).build(graph);
   return program;
 }
 

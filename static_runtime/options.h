@@ -1,6 +1,8 @@
 // What a StaticModule optimizes: fixed when the module is built.
 #pragma once
 
+#include "ops/kernel_options.h"
+
 namespace srt {
 
 // Field names and defaults follow PyTorch's torch::jit::StaticModuleOptions.
@@ -16,6 +18,8 @@ struct StaticModuleOptions {
   bool use_copy_variants = true;
   // Same for ops that only sometimes alias their input.
   bool use_maybe_copy_variants = true;
+  // Which library runs linear / addmm / matmul / mm / bmm (not in PyTorch's options).
+  ops::GemmBackend gemm_backend = ops::GemmBackend::kOneDnn;
 
   // Throws c10::Error naming the offending combination.
   void validate() const;

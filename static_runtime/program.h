@@ -49,7 +49,7 @@ struct Program {
 // Assigns every value an index, hoists constants, and selects a kernel for every node.
 // `graph` must outlive the program: node infos point into it.
 Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
-                     const ops::KernelSelection& selection);
+                     const ops::KernelOptions& kernel_options);
 
 // Node counts by kernel kind, over every block.
 ModuleStats countKernels(const Program& program);

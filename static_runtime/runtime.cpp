@@ -13,7 +13,7 @@ StaticRuntime::StaticRuntime(const StaticModule& module) : module_(module) {
   // Constants are shared with the module: copying an IValue only bumps a reference count.
   std::copy(program.constants.begin(), program.constants.end(),
             values_.begin() + program.num_inputs);
-  top_block_ = std::make_unique<BlockRunner>(program, 0, values_.data());
+  top_block_ = std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_);
 }
 
 StaticRuntime::~StaticRuntime() = default;

@@ -6,6 +6,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include "ops/scratch.h"
 #include "static_runtime/argument_binding.h"
 
 namespace srt {
@@ -38,6 +39,7 @@ class StaticRuntime {
 
   const StaticModule& module_;
   std::vector<c10::IValue> values_;
+  ops::Scratch scratch_;
   std::unique_ptr<BlockRunner> top_block_;
 };
 

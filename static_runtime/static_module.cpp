@@ -37,7 +37,7 @@ StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions o
     : options_(options),
       graph_(std::move(prepared.graph)),
       schema_(std::move(prepared.schema)),
-      program_(buildProgram(graph_, {options_.enable_out_variant})) {}
+      program_(buildProgram(graph_, {options_.enable_out_variant, options_.gemm_backend})) {}
 
 StaticModule::~StaticModule() = default;
 

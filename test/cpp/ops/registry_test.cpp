@@ -24,7 +24,8 @@ TORCH_LIBRARY(srt_test, library) {
 int g_out_variant_runs = 0;
 
 SRT_REGISTER_KERNEL("srt_test::scale", kOutVariant,
-                    [](const torch::jit::Node* node) -> std::optional<ops::KernelFunction> {
+                    [](const torch::jit::Node* node,
+                       const ops::KernelOptions&) -> std::optional<ops::KernelFunction> {
                       auto factor = torch::jit::constant_as<double>(node->input(1));
                       if (!factor) {
                         return std::nullopt;

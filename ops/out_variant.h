@@ -1,0 +1,33 @@
+// Helpers for out-variant kernels: write into the tensor the node produced last run.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "ops/processed_node.h"
+
+namespace srt::ops {
+
+// The node's output `i` ready to be written by an ATen `*_out` call: last run's tensor when it
+// has the wanted dtype (emptied to zero elements without freeing its storage, so the call
+// resizes it and reuses the memory when it fits), else a new empty tensor with `options`.
+// The output IValue holds the tensor, so nothing is left to assign afterwards.
+inline at::Tensor& outputTensor(ProcessedNode& p, size_t i, const at::TensorOptions& options) {
+  c10::IValue& slot = p.output(i);
+  if (slot.isTensor()) {
+    at::Tensor& tensor = slot.toTensor();
+    if (tensor.dtype() == options.dtype() && tensor.device() == options.device()) {
+      // Zero elements first: resizing a non-empty out tensor to another shape is a warning.
+      tensor.unsafeGetTensorImpl()->set_sizes_contiguous({0});
+      return tensor;
+    }
+  }
+  slot = at::empty({0}, options);
+  return slot.toTensor();
+}
+
+// outputTensor with the options (dtype, device) of `like`.
+inline at::Tensor& outputTensorLike(ProcessedNode& p, size_t i, const at::Tensor& like) {
+  return outputTensor(p, i, like.options());
+}
+
+} // namespace srt::ops

@@ -1,0 +1,35 @@
+// Kernel scratch memory: owned by the runtime, lent to one kernel call at a time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace srt::ops {
+
+// Grow-only, 64-byte aligned. Nodes of one runtime run one at a time, so they share it; what a
+// kernel writes there is garbage once the kernel returns. (The memory planner takes this over.)
+class Scratch {
+ public:
+  static constexpr size_t kAlignment = 64;
+
+  // At least `bytes` bytes, valid until the next call.
+  void* get(size_t bytes) {
+    if (bytes > capacity_) {
+      const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+      buffer_.reset(static_cast<std::byte*>(::operator new[](rounded, std::align_val_t{kAlignment})));
+      capacity_ = rounded;
+    }
+    return buffer_.get();
+  }
+
+  size_t capacity() const { return capacity_; }
+
+ private:
+  struct AlignedDelete {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlignment}); }
+  };
+  std::unique_ptr<std::byte[], AlignedDelete> buffer_;
+  size_t capacity_ = 0;
+};
+
+} // namespace srt::ops
