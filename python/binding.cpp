@@ -39,19 +39,45 @@ constexpr OptionField kOptionFields[] = {
     {"use_maybe_copy_variants", &StaticModuleOptions::use_maybe_copy_variants},
 };
 
+// The one option that is not a flag.
+constexpr const char* kGemmBackendOption = "gemm_backend";
+constexpr ops::GemmBackend kGemmBackends[] = {ops::GemmBackend::kOneDnn,
+                                              ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten};
+
 std::string validOptionNames() {
   std::string names;
   for (const OptionField& option : kOptionFields) {
     names += names.empty() ? "" : ", ";
     names += option.name;
   }
-  return names;
+  return names + ", " + kGemmBackendOption;
+}
+
+ops::GemmBackend gemmBackendFromPython(const py::handle& value) {
+  std::string valid;
+  for (ops::GemmBackend backend : kGemmBackends) {
+    valid += std::string(valid.empty() ? "'" : ", '") + ops::toString(backend) + "'";
+  }
+  if (py::isinstance<py::str>(value)) {
+    const std::string name = py::str(value);
+    for (ops::GemmBackend backend : kGemmBackends) {
+      if (name == ops::toString(backend)) {
+        return backend;
+      }
+    }
+  }
+  throw py::type_error("StaticModule() option 'gemm_backend' must be one of " + valid + ", got " +
+                       std::string(py::repr(value)));
 }
 
 StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
   StaticModuleOptions options;
   for (const auto& [key, value] : kwargs) {
     const std::string name = py::str(key);
+    if (name == kGemmBackendOption) {
+      options.gemm_backend = gemmBackendFromPython(value);
+      continue;
+    }
     const OptionField* match = nullptr;
     for (const OptionField& option : kOptionFields) {
       match = name == option.name ? &option : match;
@@ -75,6 +101,7 @@ py::dict optionsToDict(const StaticModuleOptions& options) {
   for (const OptionField& option : kOptionFields) {
     dict[option.name] = options.*(option.field);
   }
+  dict[kGemmBackendOption] = ops::toString(options.gemm_backend);
   return dict;
 }
 
@@ -192,8 +219,9 @@ __init__(module_or_path, **options)
 module_or_path: a torch.jit.ScriptModule, a torch.jit.ScriptFunction (whose argument defaults
     are not kept: pass every argument), or a str / os.PathLike path to a TorchScript archive.
 options: keyword flags of StaticModuleOptions (enable_out_variant, optimize_memory,
-    manage_output_tensors, use_copy_variants, use_maybe_copy_variants). optimize_memory and
-    manage_output_tensors require enable_out_variant.
+    manage_output_tensors, use_copy_variants, use_maybe_copy_variants; optimize_memory and
+    manage_output_tensors require enable_out_variant) and gemm_backend, one of "onednn",
+    "openblas", "aten": the library that runs linear / matmul / mm / addmm / bmm.
 
 Raises TypeError for a plain nn.Module, an unknown option or a non-bool option value, and
 RuntimeError for an invalid option combination, an unreadable file or an unsupported model.)doc")
@@ -221,6 +249,6 @@ fallback_nodes), "out_variant_nodes", "native_nodes", "fallback_nodes", "fallbac
           "forward's schema without `self`, e.g. 'forward(Tensor x, int n=2) -> Tensor'.")
       .def_property_readonly(
           "options", [](const StaticModule& module) { return optionsToDict(module.options()); },
-          "The StaticModuleOptions the module was built with, as a dict of bools.")
+          "The StaticModuleOptions the module was built with, as a dict.")
       .def("__repr__", &repr);
 }

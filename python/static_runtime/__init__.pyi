@@ -17,6 +17,7 @@ class StaticModule:
         manage_output_tensors: bool = ...,
         use_copy_variants: bool = ...,
         use_maybe_copy_variants: bool = ...,
+        gemm_backend: str = ...,
     ) -> None:
         """Prepares `forward` of a ScriptModule (or a scripted function, whose argument defaults are not
         kept), or of the module saved at a path. optimize_memory and manage_output_tensors require
@@ -38,6 +39,6 @@ class StaticModule:
         """forward's schema without `self`."""
         ...
     @property
-    def options(self) -> Dict[str, bool]:
+    def options(self) -> Dict[str, Any]:
         """The StaticModuleOptions the module was built with."""
         ...

@@ -185,6 +185,12 @@ def test_unknown_option(guarded):
         assert name in _message(error)
 
 
+def test_unknown_gemm_backend(guarded):
+    scripted, _ = guarded
+    with pytest.raises(TypeError, match="'gemm_backend' must be one of 'onednn', 'openblas', 'aten'"):
+        static_runtime.StaticModule(scripted, gemm_backend="mkl")
+
+
 def test_non_bool_option(guarded):
     scripted, _ = guarded
     with pytest.raises(TypeError, match="'optimize_memory' must be a bool, got str"):

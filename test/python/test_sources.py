@@ -11,6 +11,8 @@ import torch
 from torch import Tensor, nn
 
 import static_runtime
+
+GEMM_BACKENDS = ("onednn", "openblas", "aten")
 from conftest import OPTION_NAMES, Case, assert_same, make_case, run_and_compare
 
 
@@ -181,8 +183,10 @@ def test_properties(net):
         "manage_output_tensors": False,
         "use_copy_variants": True,
         "use_maybe_copy_variants": True,
+        "gemm_backend": module.options["gemm_backend"],
     }
-    assert set(module.options) == set(OPTION_NAMES)
+    assert module.options["gemm_backend"] in GEMM_BACKENDS
+    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend"}
     assert "static_runtime.StaticModule" in repr(module)
 
 
@@ -237,3 +241,14 @@ def test_package_surface():
     stub = pathlib.Path(static_runtime.__file__).with_name("__init__.pyi")
     assert stub.exists(), "the type stubs are copied next to the package"
     ast.parse(stub.read_text(), filename=str(stub))
+
+
+@pytest.mark.parametrize("backend", GEMM_BACKENDS)
+def test_every_gemm_backend_matches_torchscript(net, backend):
+    scripted = torch.jit.script(net)
+    module = static_runtime.StaticModule(scripted, gemm_backend=backend)
+    assert module.options["gemm_backend"] == backend
+    for batch in (1, 5):
+        x = torch.randn(batch, 8)
+        for _ in range(2):
+            torch.testing.assert_close(module(x), scripted(x), rtol=1e-5, atol=1e-5)
