@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -5,7 +6,9 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "memory/liveness.h"
 #include "passes/describe_node.h"
+#include "static_runtime/options.h"
 #include "static_runtime/program.h"
 
 namespace srt {
@@ -17,8 +20,10 @@ using torch::jit::Value;
 
 class ProgramBuilder {
  public:
-  ProgramBuilder(Program& program, const ops::KernelOptions& kernel_options)
-      : program_(program), kernel_options_(kernel_options) {}
+  ProgramBuilder(Program& program, const StaticModuleOptions& options)
+      : program_(program),
+        options_(options),
+        kernel_options_{options.enable_out_variant, options.gemm_backend} {}
 
   void build(const std::shared_ptr<torch::jit::Graph>& graph) {
     for (const Value* input : graph->inputs()) {
@@ -112,18 +117,36 @@ class ProgramBuilder {
   }
 
   // A tensor the caller receives, or that may alias one, must be fresh every run; so must
-  // anything a non-out-variant kernel produced (it may alias the caller's inputs).
+  // anything a non-out-variant kernel produced (it may alias the caller's inputs). The kept
+  // tensors of the top-level block are the ones the memory planner may own.
   void collectValuesToReset(const std::shared_ptr<torch::jit::Graph>& graph) {
     const torch::jit::AliasDb alias_db(graph, /*isFrozen=*/true);
     std::vector<bool> keep(program_.num_values, false);
+    std::vector<const Value*> top_level_kept;
     for (const auto& [value, index] : index_of_) {
       keep[index] = isReusableOutVariantOutput(value, *graph, alias_db);
+      if (keep[index] && value->node()->owningBlock() == graph->block()) {
+        top_level_kept.push_back(value);
+      } else if (!keep[index] && index >= program_.firstNodeValue() &&
+                 value->type()->kind() == c10::TypeKind::TensorType) {
+        ++program_.num_unmanaged_tensors;
+      }
     }
     for (size_t i = 0; i < program_.num_values; ++i) {
       const bool constant = i >= program_.num_inputs && i < program_.firstNodeValue();
       if (!constant && !keep[i]) {
         program_.reset_after_run.push_back(static_cast<ops::ValueIndex>(i));
       }
+    }
+    if (options_.optimize_memory) {
+      // Program order, so plans and dumps read top to bottom.
+      std::sort(top_level_kept.begin(), top_level_kept.end(),
+                [this](const Value* a, const Value* b) { return indexOf(a) < indexOf(b); });
+      for (const auto& lifetime : memory::computeLifetimes(*graph, top_level_kept, alias_db)) {
+        program_.managed_tensors.push_back({indexOf(lifetime.value), lifetime.first, lifetime.last});
+      }
+    } else {
+      program_.num_unmanaged_tensors += top_level_kept.size();
     }
   }
 
@@ -140,7 +163,8 @@ class ProgramBuilder {
   }
 
   Program& program_;
-  const ops::KernelOptions& kernel_options_;
+  const StaticModuleOptions& options_;
+  const ops::KernelOptions kernel_options_;
   std::unordered_map<const Node*, ops::KernelKind> kernel_kind_of_;
   std::unordered_map<const Value*, ops::ValueIndex> index_of_;
   ops::ValueIndex next_index_ = 0;
@@ -149,14 +173,16 @@ class ProgramBuilder {
 } // namespace
 
 Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
-                     const ops::KernelOptions& kernel_options) {
+                     const StaticModuleOptions& options) {
   Program program;
-  ProgramBuilder(program, kernel_options).build(graph);
+  ProgramBuilder(program, options).build(graph);
   return program;
 }
 
 ModuleStats countKernels(const Program& program) {
   ModuleStats stats;
+  stats.num_managed_tensors = program.managed_tensors.size();
+  stats.num_unmanaged_tensors = program.num_unmanaged_tensors;
   for (const BlockInfo& block : program.blocks) {
     for (const ops::StaticNodeInfo& node : block.nodes) {
       ++stats.nodes;

@@ -1,6 +1,7 @@
 // What a StaticModule optimizes: fixed when the module is built.
 #pragma once
 
+#include "memory/planner.h"
 #include "ops/kernel_options.h"
 
 namespace srt {
@@ -18,6 +19,8 @@ struct StaticModuleOptions {
   bool use_copy_variants = true;
   // Same for ops that only sometimes alias their input.
   bool use_maybe_copy_variants = true;
+  // How the planner places managed tensors in the arena (not in PyTorch's options).
+  memory::PlannerAlgorithm memory_planner = memory::PlannerAlgorithm::kGreedyBySize;
   // Which library runs linear / addmm / matmul / mm / bmm (not in PyTorch's options).
   ops::GemmBackend gemm_backend = ops::GemmBackend::kOneDnn;
 

@@ -6,6 +6,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include "memory/memory_planner.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
 #include "static_runtime/stats.h"
@@ -42,14 +43,21 @@ struct Program {
   // Values a runtime drops after every run (and after an error): inputs, and every computed value
   // except out-variant outputs no graph output can alias, whose tensors the next run writes into.
   std::vector<ops::ValueIndex> reset_after_run;
+  // Tensors whose memory the planner owns (with optimize_memory): the top-level ones of the kept
+  // values above, with their lifetimes.
+  std::vector<memory::ManagedTensor> managed_tensors;
+  size_t num_unmanaged_tensors = 0;
 
   size_t firstNodeValue() const { return num_inputs + constants.size(); }
 };
 
-// Assigns every value an index, hoists constants, and selects a kernel for every node.
-// `graph` must outlive the program: node infos point into it.
+struct StaticModuleOptions;
+
+// Assigns every value an index, hoists constants, selects a kernel for every node, and decides
+// which values survive a run and which the memory planner owns. `graph` must outlive the
+// program: node infos point into it.
 Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
-                     const ops::KernelOptions& kernel_options);
+                     const StaticModuleOptions& options);
 
 // Node counts by kernel kind, over every block.
 ModuleStats countKernels(const Program& program);

@@ -14,6 +14,9 @@ StaticRuntime::StaticRuntime(const StaticModule& module) : module_(module) {
   std::copy(program.constants.begin(), program.constants.end(),
             values_.begin() + program.num_inputs);
   top_block_ = std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_);
+  if (module.options().optimize_memory) {
+    planner_.emplace(program.managed_tensors, module.options().memory_planner);
+  }
 }
 
 StaticRuntime::~StaticRuntime() = default;
@@ -25,8 +28,16 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
 
   struct ResetOnExit {
     StaticRuntime& runtime;
-    ~ResetOnExit() { runtime.resetValues(); }
+    ~ResetOnExit() {
+      if (runtime.planner_) {
+        runtime.planner_->deallocate(runtime.values_.data());
+      }
+      runtime.resetValues();
+    }
   } reset_on_exit{*this};
+  if (planner_) {
+    planner_->allocate(values_.data());
+  }
 
   // Inference only: recording autograd history would cost time and keep activations alive.
   c10::AutoGradMode no_grad(false);
@@ -49,6 +60,33 @@ c10::IValue StaticRuntime::takeOutputs() {
     elements.push_back(take(slot));
   }
   return c10::ivalue::Tuple::create(std::move(elements));
+}
+
+ModuleStats StaticRuntime::stats() const {
+  ModuleStats stats = countKernels(module_.program());
+  addMemoryStats(stats);
+  return stats;
+}
+
+void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
+  if (!planner_) {
+    return;
+  }
+  stats.memory_planner = memory::toString(planner_->algorithm());
+  stats.managed_bytes = std::max(stats.managed_bytes, planner_->arenaBytes());
+  stats.managed_lower_bound_bytes =
+      std::max(stats.managed_lower_bound_bytes, planner_->lowerBoundBytes());
+  stats.arena_reallocations = std::max(stats.arena_reallocations, planner_->arenaReallocations());
+}
+
+std::string StaticRuntime::memoryPlan() const {
+  return planner_ ? planner_->dump() : "";
+}
+
+void StaticRuntime::releaseMemory() {
+  if (planner_) {
+    planner_->releaseMemory();
+  }
 }
 
 void StaticRuntime::resetValues() noexcept {

@@ -2,12 +2,16 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <ATen/core/ivalue.h>
 
+#include "memory/memory_planner.h"
 #include "ops/scratch.h"
 #include "static_runtime/argument_binding.h"
+#include "static_runtime/stats.h"
 
 namespace srt {
 
@@ -31,6 +35,15 @@ class StaticRuntime {
 
   const StaticModule& module() const { return module_; }
 
+  // The module's kernel counts with this runtime's memory figures.
+  [[nodiscard]] ModuleStats stats() const;
+  // Raises `stats`' memory figures to this runtime's where they are larger.
+  void addMemoryStats(ModuleStats& stats) const;
+  // The current arena layout, one line per managed tensor ("" without a planner).
+  [[nodiscard]] std::string memoryPlan() const;
+  // Frees the arena of an idle runtime; the next run learns sizes and plans again.
+  void releaseMemory();
+
  private:
   c10::IValue takeOutputs();
   // Drops inputs and every intermediate but reusable out-variant outputs, so nothing of the
@@ -40,6 +53,7 @@ class StaticRuntime {
   const StaticModule& module_;
   std::vector<c10::IValue> values_;
   ops::Scratch scratch_;
+  std::optional<memory::MemoryPlanner> planner_;
   std::unique_ptr<BlockRunner> top_block_;
 };
 

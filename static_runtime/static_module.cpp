@@ -37,7 +37,7 @@ StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions o
     : options_(options),
       graph_(std::move(prepared.graph)),
       schema_(std::move(prepared.schema)),
-      program_(buildProgram(graph_, {options_.enable_out_variant, options_.gemm_backend})) {}
+      program_(buildProgram(graph_, options_)) {}
 
 StaticModule::~StaticModule() = default;
 
@@ -84,7 +84,12 @@ void StaticModule::releaseRuntime(std::unique_ptr<StaticRuntime> runtime) const 
 }
 
 ModuleStats StaticModule::stats() const {
-  return countKernels(program_);
+  ModuleStats stats = countKernels(program_);
+  std::lock_guard<std::mutex> lock(idle_runtimes_mutex_);
+  for (const auto& runtime : idle_runtimes_) {
+    runtime->addMemoryStats(stats);
+  }
+  return stats;
 }
 
 } // namespace srt

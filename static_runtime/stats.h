@@ -15,10 +15,15 @@ struct ModuleStats {
   size_t fallback_nodes = 0;
   // Operator name -> how many nodes run it through the JIT fallback.
   std::map<std::string, size_t> fallback_ops;
-  // Arena bytes the memory planner manages, and the lower bound any plan needs (peak of bytes
-  // live at once). Zero until a planner owns intermediates.
+  // Intermediate tensors whose memory the planner owns, and the other tensors nodes produce.
+  size_t num_managed_tensors = 0;
+  size_t num_unmanaged_tensors = 0;
+  // Of one runtime (the largest among the module's idle runtimes): arena bytes, the least any
+  // plan could use (peak of bytes live at once), and how often the arena had to grow.
   size_t managed_bytes = 0;
   size_t managed_lower_bound_bytes = 0;
+  size_t arena_reallocations = 0;
+  std::string memory_planner = "none";
 };
 
 } // namespace srt
