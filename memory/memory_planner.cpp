@@ -9,13 +9,17 @@ namespace {
 
 void noDelete(void*) {}
 
-c10::StorageImpl* storageOf(c10::IValue& value) {
+at::Tensor* managedTensor(c10::IValue& value) {
   if (!value.isTensor()) {
     return nullptr;
   }
-  const at::Tensor& tensor = value.toTensor();
-  return tensor.defined() && tensor.has_storage() ? tensor.storage().unsafeGetStorageImpl()
-                                                  : nullptr;
+  at::Tensor& tensor = value.toTensor();
+  return tensor.defined() && tensor.has_storage() ? &tensor : nullptr;
+}
+
+c10::StorageImpl* storageOf(c10::IValue& value) {
+  at::Tensor* tensor = managedTensor(value);
+  return tensor ? tensor->storage().unsafeGetStorageImpl() : nullptr;
 }
 
 } // namespace
@@ -56,10 +60,11 @@ void MemoryPlanner::deallocate(c10::IValue* values) noexcept {
   auto* begin = static_cast<uint8_t*>(arena_.get());
   auto* end = begin + arena_capacity_;
   for (size_t i = 0; i < managed_.size(); ++i) {
-    c10::StorageImpl* storage = storageOf(values[managed_[i].value_index]);
-    if (storage == nullptr) {
+    at::Tensor* tensor = managedTensor(values[managed_[i].value_index]);
+    if (tensor == nullptr) {
       continue;
     }
+    c10::StorageImpl* storage = tensor->storage().unsafeGetStorageImpl();
     auto* data = static_cast<uint8_t*>(storage->data_ptr().get());
     const bool in_arena = data != nullptr && data >= begin && data < end;
     if (!in_arena && storage->nbytes() > 0) {
@@ -70,6 +75,9 @@ void MemoryPlanner::deallocate(c10::IValue* values) noexcept {
     // Detach: frees what a kernel allocated; an arena slot is not freed (no-op deleter).
     storage->set_data_ptr_noswap(c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
     storage->set_nbytes(0);
+    // Whoever still holds the tensor (a caller's handed-back output) sees an empty tensor, not
+    // sizes that point past a storage that is gone.
+    tensor->unsafeGetTensorImpl()->set_sizes_contiguous({0});
   }
   if (needs_plan_) {
     replan();

@@ -123,10 +123,14 @@ class ProgramBuilder {
     const torch::jit::AliasDb alias_db(graph, /*isFrozen=*/true);
     std::vector<bool> keep(program_.num_values, false);
     std::vector<const Value*> top_level_kept;
+    std::vector<const Value*> managed_outputs;
     for (const auto& [value, index] : index_of_) {
       keep[index] = isReusableOutVariantOutput(value, *graph, alias_db);
       if (keep[index] && value->node()->owningBlock() == graph->block()) {
         top_level_kept.push_back(value);
+      } else if (options_.manage_output_tensors && isManagedOutput(value, *graph, alias_db)) {
+        keep[index] = true;
+        managed_outputs.push_back(value);
       } else if (!keep[index] && index >= program_.firstNodeValue() &&
                  value->type()->kind() == c10::TypeKind::TensorType) {
         ++program_.num_unmanaged_tensors;
@@ -139,15 +143,59 @@ class ProgramBuilder {
       }
     }
     if (options_.optimize_memory) {
-      // Program order, so plans and dumps read top to bottom.
-      std::sort(top_level_kept.begin(), top_level_kept.end(),
-                [this](const Value* a, const Value* b) { return indexOf(a) < indexOf(b); });
-      for (const auto& lifetime : memory::computeLifetimes(*graph, top_level_kept, alias_db)) {
-        program_.managed_tensors.push_back({indexOf(lifetime.value), lifetime.first, lifetime.last});
-      }
+      program_.managed_tensors = managedTensors(top_level_kept, *graph, alias_db);
     } else {
       program_.num_unmanaged_tensors += top_level_kept.size();
     }
+    program_.managed_output_tensors = managedTensors(managed_outputs, *graph, alias_db);
+    for (OutputSlot& slot : program_.outputs) {
+      // The runtime keeps its reference: the memory stays the planner's until handed back.
+      slot.movable = slot.movable && !keep[slot.index];
+    }
+  }
+
+  std::vector<memory::ManagedTensor> managedTensors(std::vector<const Value*> values,
+                                                    const torch::jit::Graph& graph,
+                                                    const torch::jit::AliasDb& alias_db) const {
+    // Program order, so plans and dumps read top to bottom.
+    std::sort(values.begin(), values.end(),
+              [this](const Value* a, const Value* b) { return indexOf(a) < indexOf(b); });
+    std::vector<memory::ManagedTensor> managed;
+    for (const auto& lifetime : memory::computeLifetimes(graph, values, alias_db)) {
+      managed.push_back({indexOf(lifetime.value), lifetime.first, lifetime.last});
+    }
+    return managed;
+  }
+
+  // A top-level out-variant tensor the caller receives as is: returned directly or as an element
+  // of the returned tuple/list, and with no view of it escaping (a view would outlive the slot).
+  bool isManagedOutput(const Value* value, torch::jit::Graph& graph,
+                       const torch::jit::AliasDb& alias_db) const {
+    const Node* producer = value->node();
+    auto kind = kernel_kind_of_.find(producer);
+    if (kind == kernel_kind_of_.end() || kind->second != ops::KernelKind::kOutVariant ||
+        producer->owningBlock() != graph.block() ||
+        value->type()->kind() != c10::TypeKind::TensorType) {
+      return false;
+    }
+    auto returned = [&graph](const Value* v) {
+      return std::find(graph.outputs().begin(), graph.outputs().end(), v) != graph.outputs().end();
+    };
+    for (const torch::jit::Use& use : value->uses()) {
+      const Node* user = use.user;
+      const bool returned_container =
+          (user->kind() == c10::prim::TupleConstruct || user->kind() == c10::prim::ListConstruct) &&
+          user->owningBlock() == graph.block() && returned(user->output());
+      if (user == graph.return_node() || returned_container) {
+        continue;
+      }
+      for (const Value* output : user->outputs()) {
+        if (alias_db.mayContainAlias(const_cast<Value*>(output), graph.outputs())) {
+          return false;
+        }
+      }
+    }
+    return returned(value) || alias_db.mayContainAlias(const_cast<Value*>(value), graph.outputs());
   }
 
   bool isReusableOutVariantOutput(const Value* value, torch::jit::Graph& graph,

@@ -46,6 +46,9 @@ struct Program {
   // Tensors whose memory the planner owns (with optimize_memory): the top-level ones of the kept
   // values above, with their lifetimes.
   std::vector<memory::ManagedTensor> managed_tensors;
+  // With manage_output_tensors: returned tensors whose memory a second planner owns until the
+  // caller calls StaticRuntime::deallocateOutputTensors().
+  std::vector<memory::ManagedTensor> managed_output_tensors;
   size_t num_unmanaged_tensors = 0;
 
   size_t firstNodeValue() const { return num_inputs + constants.size(); }

@@ -17,20 +17,35 @@ StaticRuntime::StaticRuntime(const StaticModule& module) : module_(module) {
   if (module.options().optimize_memory) {
     planner_.emplace(program.managed_tensors, module.options().memory_planner);
   }
+  if (module.options().manage_output_tensors) {
+    output_planner_.emplace(program.managed_output_tensors, module.options().memory_planner);
+  }
 }
 
 StaticRuntime::~StaticRuntime() = default;
 
 c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwargs& kwargs) {
   const Program& program = module_.program();
+  TORCH_CHECK(!outputs_outstanding_,
+              "StaticRuntime: the tensors the previous run returned still live in this runtime's "
+              "output arena (manage_output_tensors=true); call deallocateOutputTensors() before "
+              "running again");
   bindArguments(module_.schema(), args, kwargs);
   TORCH_INTERNAL_ASSERT(args.size() == program.num_inputs);
 
   struct ResetOnExit {
     StaticRuntime& runtime;
+    bool succeeded = false;
     ~ResetOnExit() {
       if (runtime.planner_) {
         runtime.planner_->deallocate(runtime.values_.data());
+      }
+      if (runtime.output_planner_) {
+        // Returned outputs stay until handed back; after a failure nobody holds them.
+        runtime.outputs_outstanding_ = succeeded && runtime.output_planner_->numManaged() > 0;
+        if (!succeeded) {
+          runtime.output_planner_->deallocate(runtime.values_.data());
+        }
       }
       runtime.resetValues();
     }
@@ -38,12 +53,24 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
   if (planner_) {
     planner_->allocate(values_.data());
   }
+  if (output_planner_) {
+    output_planner_->allocate(values_.data());
+  }
 
   // Inference only: recording autograd history would cost time and keep activations alive.
   c10::AutoGradMode no_grad(false);
   std::move(args.begin(), args.end(), values_.begin());
   top_block_->run();
-  return takeOutputs();
+  c10::IValue outputs = takeOutputs();
+  reset_on_exit.succeeded = true;
+  return outputs;
+}
+
+void StaticRuntime::deallocateOutputTensors() {
+  if (output_planner_ && outputs_outstanding_) {
+    output_planner_->deallocate(values_.data());
+    outputs_outstanding_ = false;
+  }
 }
 
 c10::IValue StaticRuntime::takeOutputs() {

@@ -44,6 +44,11 @@ class StaticRuntime {
   // Frees the arena of an idle runtime; the next run learns sizes and plans again.
   void releaseMemory();
 
+  // With manage_output_tensors: the tensors the last run returned live in this runtime's output
+  // arena until this is called (after which they read as empty); running again before is an
+  // error. A no-op otherwise.
+  void deallocateOutputTensors();
+
  private:
   c10::IValue takeOutputs();
   // Drops inputs and every intermediate but reusable out-variant outputs, so nothing of the
@@ -54,6 +59,8 @@ class StaticRuntime {
   std::vector<c10::IValue> values_;
   ops::Scratch scratch_;
   std::optional<memory::MemoryPlanner> planner_;
+  std::optional<memory::MemoryPlanner> output_planner_;
+  bool outputs_outstanding_ = false;
   std::unique_ptr<BlockRunner> top_block_;
 };
 

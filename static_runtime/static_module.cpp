@@ -57,13 +57,53 @@ std::unique_ptr<StaticModule> StaticModule::load(const std::string& path,
   return std::make_unique<StaticModule>(module, options);
 }
 
+namespace {
+
+// A copy of `value` whose tensors own their memory.
+c10::IValue copyTensors(const c10::IValue& value) {
+  if (value.isTensor()) {
+    return value.toTensor().clone();
+  }
+  if (value.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const c10::IValue& element : value.toTupleRef().elements()) {
+      elements.push_back(copyTensors(element));
+    }
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  if (value.isList()) {
+    c10::impl::GenericList copy(value.toList().elementType());
+    for (const c10::IValue& element : value.toList()) {
+      copy.push_back(copyTensors(element));
+    }
+    return copy;
+  }
+  if (value.isGenericDict()) {
+    auto dict = value.toGenericDict();
+    c10::impl::GenericDict copy(dict.keyType(), dict.valueType());
+    for (const auto& entry : dict) {
+      copy.insert(entry.key(), copyTensors(entry.value()));
+    }
+    return copy;
+  }
+  return value;
+}
+
+} // namespace
+
 c10::IValue StaticModule::operator()(std::vector<c10::IValue> args, const Kwargs& kwargs) const {
   struct Lease {
     const StaticModule& module;
     std::unique_ptr<StaticRuntime> runtime;
     ~Lease() { module.releaseRuntime(std::move(runtime)); }
   } lease{*this, acquireRuntime()};
-  return (*lease.runtime)(std::move(args), kwargs);
+  c10::IValue outputs = (*lease.runtime)(std::move(args), kwargs);
+  if (options_.manage_output_tensors) {
+    // No caller of a shared runtime can hand outputs back, so they leave the arena as copies.
+    outputs = copyTensors(outputs);
+    lease.runtime->deallocateOutputTensors();
+  }
+  return outputs;
 }
 
 std::unique_ptr<StaticRuntime> StaticModule::acquireRuntime() const {

@@ -208,6 +208,8 @@ void expectMatchesJit(const torch::jit::Module& module, const std::vector<InputS
     c10::IValue actual = runtime(set.args, set.kwargs);
     EXPECT_EQ(compareIValues(expected[order[run]], actual, tolerance), "") << where;
     expectUnmodified(pristine, set, where);
+    // With manage_output_tensors the outputs live in the runtime until handed back.
+    runtime.deallocateOutputTensors();
     // The module's own thread-safe entry point must agree too.
     c10::IValue through_module = static_module(set.args, set.kwargs);
     EXPECT_EQ(compareIValues(expected[order[run]], through_module, tolerance), "")
