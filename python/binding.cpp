@@ -39,10 +39,47 @@ constexpr OptionField kOptionFields[] = {
     {"use_maybe_copy_variants", &StaticModuleOptions::use_maybe_copy_variants},
 };
 
-// The one option that is not a flag.
-constexpr const char* kGemmBackendOption = "gemm_backend";
-constexpr ops::GemmBackend kGemmBackends[] = {ops::GemmBackend::kOneDnn,
-                                              ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten};
+// Options whose value is one of a few names (C++ enums); each enum has a toString.
+template <typename Enum>
+struct ChoiceOption {
+  const char* name;
+  Enum StaticModuleOptions::*field;
+  std::vector<Enum> choices;
+
+  std::string validChoices() const {
+    std::string valid;
+    for (Enum choice : choices) {
+      valid += std::string(valid.empty() ? "'" : ", '") + toString(choice) + "'";
+    }
+    return valid;
+  }
+
+  void set(StaticModuleOptions& options, const py::handle& value) const {
+    if (py::isinstance<py::str>(value)) {
+      const std::string wanted = py::str(value);
+      for (Enum choice : choices) {
+        if (wanted == toString(choice)) {
+          options.*field = choice;
+          return;
+        }
+      }
+    }
+    throw py::type_error(std::string("StaticModule() option '") + name + "' must be one of " +
+                         validChoices() + ", got " + std::string(py::repr(value)));
+  }
+};
+
+using ops::toString;
+using memory::toString;
+
+const ChoiceOption<ops::GemmBackend> kGemmBackendOption{
+    "gemm_backend",
+    &StaticModuleOptions::gemm_backend,
+    {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}};
+const ChoiceOption<memory::PlannerAlgorithm> kMemoryPlannerOption{
+    "memory_planner",
+    &StaticModuleOptions::memory_planner,
+    {memory::PlannerAlgorithm::kGreedyBySize, memory::PlannerAlgorithm::kNaive}};
 
 std::string validOptionNames() {
   std::string names;
@@ -50,32 +87,19 @@ std::string validOptionNames() {
     names += names.empty() ? "" : ", ";
     names += option.name;
   }
-  return names + ", " + kGemmBackendOption;
-}
-
-ops::GemmBackend gemmBackendFromPython(const py::handle& value) {
-  std::string valid;
-  for (ops::GemmBackend backend : kGemmBackends) {
-    valid += std::string(valid.empty() ? "'" : ", '") + ops::toString(backend) + "'";
-  }
-  if (py::isinstance<py::str>(value)) {
-    const std::string name = py::str(value);
-    for (ops::GemmBackend backend : kGemmBackends) {
-      if (name == ops::toString(backend)) {
-        return backend;
-      }
-    }
-  }
-  throw py::type_error("StaticModule() option 'gemm_backend' must be one of " + valid + ", got " +
-                       std::string(py::repr(value)));
+  return names + ", " + kGemmBackendOption.name + ", " + kMemoryPlannerOption.name;
 }
 
 StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
   StaticModuleOptions options;
   for (const auto& [key, value] : kwargs) {
     const std::string name = py::str(key);
-    if (name == kGemmBackendOption) {
-      options.gemm_backend = gemmBackendFromPython(value);
+    if (name == kGemmBackendOption.name) {
+      kGemmBackendOption.set(options, value);
+      continue;
+    }
+    if (name == kMemoryPlannerOption.name) {
+      kMemoryPlannerOption.set(options, value);
       continue;
     }
     const OptionField* match = nullptr;
@@ -101,7 +125,8 @@ py::dict optionsToDict(const StaticModuleOptions& options) {
   for (const OptionField& option : kOptionFields) {
     dict[option.name] = options.*(option.field);
   }
-  dict[kGemmBackendOption] = ops::toString(options.gemm_backend);
+  dict[kGemmBackendOption.name] = ops::toString(options.gemm_backend);
+  dict[kMemoryPlannerOption.name] = memory::toString(options.memory_planner);
   return dict;
 }
 
@@ -116,8 +141,12 @@ py::dict statsToDict(const ModuleStats& stats) {
   dict["native_nodes"] = stats.native_nodes;
   dict["fallback_nodes"] = stats.fallback_nodes;
   dict["fallback_ops"] = fallback_ops;
+  dict["num_managed_tensors"] = stats.num_managed_tensors;
+  dict["num_unmanaged_tensors"] = stats.num_unmanaged_tensors;
   dict["managed_bytes"] = stats.managed_bytes;
   dict["managed_lower_bound_bytes"] = stats.managed_lower_bound_bytes;
+  dict["arena_reallocations"] = stats.arena_reallocations;
+  dict["memory_planner"] = stats.memory_planner;
   return dict;
 }
 
@@ -220,8 +249,9 @@ module_or_path: a torch.jit.ScriptModule, a torch.jit.ScriptFunction (whose argu
     are not kept: pass every argument), or a str / os.PathLike path to a TorchScript archive.
 options: keyword flags of StaticModuleOptions (enable_out_variant, optimize_memory,
     manage_output_tensors, use_copy_variants, use_maybe_copy_variants; optimize_memory and
-    manage_output_tensors require enable_out_variant) and gemm_backend, one of "onednn",
-    "openblas", "aten": the library that runs linear / matmul / mm / addmm / bmm.
+    manage_output_tensors require enable_out_variant); gemm_backend, one of "onednn",
+    "openblas", "aten": the library that runs linear / matmul / mm / addmm / bmm; and
+    memory_planner, "greedy_by_size" or "naive": how managed tensors are placed in the arena.
 
 Raises TypeError for a plain nn.Module, an unknown option or a non-bool option value, and
 RuntimeError for an invalid option combination, an unreadable file or an unsupported model.)doc")

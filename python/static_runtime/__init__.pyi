@@ -18,6 +18,7 @@ class StaticModule:
         use_copy_variants: bool = ...,
         use_maybe_copy_variants: bool = ...,
         gemm_backend: str = ...,
+        memory_planner: str = ...,
     ) -> None:
         """Prepares `forward` of a ScriptModule (or a scripted function, whose argument defaults are not
         kept), or of the module saved at a path. optimize_memory and manage_output_tensors require

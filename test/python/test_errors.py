@@ -191,6 +191,12 @@ def test_unknown_gemm_backend(guarded):
         static_runtime.StaticModule(scripted, gemm_backend="mkl")
 
 
+def test_unknown_memory_planner(guarded):
+    scripted, _ = guarded
+    with pytest.raises(TypeError, match="'memory_planner' must be one of 'greedy_by_size', 'naive'"):
+        static_runtime.StaticModule(scripted, memory_planner="best")
+
+
 def test_non_bool_option(guarded):
     scripted, _ = guarded
     with pytest.raises(TypeError, match="'optimize_memory' must be a bool, got str"):

@@ -184,9 +184,10 @@ def test_properties(net):
         "use_copy_variants": True,
         "use_maybe_copy_variants": True,
         "gemm_backend": module.options["gemm_backend"],
+        "memory_planner": "greedy_by_size",
     }
     assert module.options["gemm_backend"] in GEMM_BACKENDS
-    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend"}
+    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "memory_planner"}
     assert "static_runtime.StaticModule" in repr(module)
 
 
@@ -200,9 +201,14 @@ def test_stats(net):
         "native_nodes",
         "fallback_nodes",
         "fallback_ops",
+        "num_managed_tensors",
+        "num_unmanaged_tensors",
         "managed_bytes",
         "managed_lower_bound_bytes",
+        "arena_reallocations",
+        "memory_planner",
     }
+    assert stats["memory_planner"] == "greedy_by_size"
     assert stats["nodes"] > 0
     assert stats["nodes"] == stats["out_variant_nodes"] + stats["native_nodes"] + stats["fallback_nodes"]
     assert isinstance(stats["fallback_ops"], dict)
