@@ -1,5 +1,5 @@
-// Python list operations on the lists a model builds from sizes and flags: indexing, length,
-// membership, all/any, equality, concatenation and append.
+// Python list operations on the lists a model builds from sizes and flags: indexing, slicing,
+// length, membership, all/any, equality, concatenation and append.
 #include <ATen/core/List.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -48,6 +48,33 @@ template <typename T, bool kEqual> void listEquals(ProcessedNode& p) {
   p.output(0) = equal == kEqual;
 }
 
+// list[start:end:step], with Python's defaults and clamping (PySlice_AdjustIndices).
+void slice(ProcessedNode& p) {
+  const c10::impl::GenericList list = p.input(0).toList();
+  const int64_t length = static_cast<int64_t>(list.size());
+  const int64_t step = p.input(3).toInt();
+  TORCH_CHECK(step != 0, "List slice should have non-zero step");
+  auto bound = [&](const c10::IValue& value, int64_t if_none) {
+    int64_t index = value.isNone() ? if_none : value.toInt();
+    if (index < 0) {
+      index += length;
+      if (index < 0) {
+        index = step < 0 ? -1 : 0;
+      }
+    } else if (index >= length) {
+      index = step < 0 ? length - 1 : length;
+    }
+    return index;
+  };
+  const int64_t start = bound(p.input(1), step < 0 ? length - 1 : 0);
+  const int64_t end = bound(p.input(2), step < 0 ? -1 - length : length);
+  c10::impl::GenericList result(list.elementType());
+  for (int64_t i = start; step > 0 ? i < end : i > end; i += step) {
+    result.push_back(list.get(i));
+  }
+  p.output(0) = std::move(result);
+}
+
 void concatenate(ProcessedNode& p) {
   const c10::impl::GenericList a = p.input(0).toList();
   const c10::impl::GenericList b = p.input(1).toList();
@@ -71,6 +98,9 @@ SRT_REGISTER_KERNEL("aten::__getitem__", kNative,
                                   p.output(0) =
                                       list[normalizeIndex(p.input(1).toInt(), list.size())];
                                 }));
+SRT_REGISTER_KERNEL(
+    "aten::slice", kNative,
+    whenMatches("aten::slice.t(t[] l, int? start=None, int? end=None, int step=1) -> t[]", slice));
 SRT_REGISTER_KERNEL("aten::len", kNative,
                     whenMatches("aten::len.t(t[] a) -> int", [](ProcessedNode& p) {
                       p.output(0) = static_cast<int64_t>(p.input(0).toListRef().size());

@@ -35,6 +35,19 @@ def forward(self, x):
                        {"aten::any", KernelKind::kNative}});
 }
 
+TEST(ScalarsLists, Slicing) {
+  const char* source = R"JIT(
+def forward(self, x, start: int, end: int):
+    s = x.size()
+    return s[1:], s[:-1], s[::2], s[::-1], s[start:end], s[end:start:-1], s[-10:10], s[start:end:2]
+)JIT";
+  expectMatchesJit(source, {{{torch::zeros({2, 3, 4, 5}), int64_t{1}, int64_t{3}}},
+                            {{torch::zeros({7}), int64_t{-1}, int64_t{5}}},
+                            {{torch::zeros({}), int64_t{0}, int64_t{-1}}},
+                            {{torch::zeros({1, 2, 3}), int64_t{3}, int64_t{0}}}});
+  expectKinds(source, {{"aten::slice", KernelKind::kNative}});
+}
+
 TEST(ScalarsLists, IndexOutOfRangeIsAnError) {
   StaticModule module(scriptModule(R"JIT(
 def forward(self, x, i: int):
