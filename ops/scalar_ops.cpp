@@ -132,6 +132,15 @@ SRT_REGISTER_KERNEL("aten::Int", kNative,
                       p.output(0) =
                           a.isInt() ? a.toInt() : static_cast<int64_t>(a.toScalar().toDouble());
                     }));
+// item / ScalarImplicit: the one element of a tensor as an int, float or bool.
+SRT_REGISTER_KERNEL("aten::item", kNative,
+                    always([](ProcessedNode& p) { p.output(0) = tensor(p).item(); }));
+SRT_REGISTER_KERNEL("aten::ScalarImplicit", kNative, always([](ProcessedNode& p) {
+                      const at::Tensor& t = tensor(p);
+                      TORCH_CHECK(t.dim() == 0, "Cannot convert a tensor of dimension ", t.dim(),
+                                  " to Scalar (aten::ScalarImplicit)");
+                      p.output(0) = t.item();
+                    }));
 SRT_REGISTER_KERNEL("aten::Float", kNative,
                     whenMatches("aten::Float.Tensor(Tensor a) -> float",
                                 [](ProcessedNode& p) { p.output(0) = tensor(p).item<double>(); }));

@@ -85,6 +85,16 @@ def forward(self, x, i):
                        {"aten::Bool", KernelKind::kNative}});
 }
 
+TEST(Scalars, Item) {
+  const char* source = R"JIT(
+def forward(self, x, i):
+    return x.sum().item(), i.max().item(), (x.sum() > 0).item()
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({3}), torch::arange(4)}},
+                            {{torch::randn({2, 2}, torch::kFloat64), torch::tensor({-3})}}});
+  expectKinds(source, {{"aten::item", KernelKind::kNative}});
+}
+
 // prim::NumToTensor comes from traced models; the IR is written out here.
 TEST(Scalars, NumToTensor) {
   auto graph = std::make_shared<torch::jit::Graph>();
