@@ -67,6 +67,18 @@ def forward(self, x, index):
                        {"aten::gather", KernelKind::kOutVariant}});
 }
 
+TEST(Shape, Arange) {
+  const char* source = R"JIT(
+def forward(self, x, step: float):
+    n = x.size(0)
+    return (torch.arange(n), torch.arange(1, n + 1), torch.arange(0, n, 2), torch.arange(0.0, n + 0.5, step),
+            torch.arange(n, dtype=7) * 2, torch.arange(n, device=x.device), torch.arange(n, 0, -1))
+)JIT";
+  expectMatchesJit(
+      source, {{{torch::zeros({5}), 0.5}}, {{torch::zeros({0}), 1.0}}, {{torch::zeros({9}), 2.5}}});
+  expectKinds(source, {{"aten::arange", KernelKind::kOutVariant}});
+}
+
 // The cat result is returned: it must be a fresh tensor every run, not last run's one.
 TEST(Shape, ReturnedOutVariantResultIsNotOverwritten) {
   StaticModule module(scriptModule(R"JIT(
