@@ -1,8 +1,8 @@
-// View ops: outputs share the input's storage, so each kernel only builds a TensorImpl, calling
-// the at::native function directly instead of going through the dispatcher. (A few of those,
-// e.g. at::native::permute and split, re-enter the dispatcher for their as_strided / narrow
-// step; they still skip the JIT stack and the outer dispatch.) Native outputs are dropped after
-// every run (build_program.cpp), so a view never keeps last run's input alive.
+// View ops: outputs share the input's storage, so each kernel only builds a TensorImpl, with no
+// dispatcher on the way: at::native::view / _reshape_alias / detach directly, and the views of
+// ops/strided_views.h for the ops whose at::native function would re-dispatch to as_strided.
+// Native outputs are dropped after every run (build_program.cpp), so a view never keeps last
+// run's input alive.
 #include <ATen/InferSize.h>
 #include <ATen/NativeFunctions.h>
 #include <ATen/TensorUtils.h>
@@ -12,6 +12,7 @@
 #include "ops/processed_node.h"
 #include "ops/registry.h"
 #include "ops/schema_match.h"
+#include "ops/strided_views.h"
 
 namespace srt::ops {
 namespace {
@@ -103,67 +104,62 @@ SRT_REGISTER_KERNEL(
           p.output(0) = flattenDims(self(p), p.input(1).toInt(), p.input(2).toInt());
         }));
 SRT_REGISTER_KERNEL("aten::permute", kNative, always([](ProcessedNode& p) {
-                      p.output(0) = at::native::permute(self(p), p.input(1).toDimVector());
+                      p.output(0) = views::permute(self(p), p.input(1).toDimVector());
                     }));
 SRT_REGISTER_KERNEL(
     "aten::transpose", kNative,
     whenMatches("aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
                 [](ProcessedNode& p) {
-                  p.output(0) =
-                      at::native::transpose(self(p), p.input(1).toInt(), p.input(2).toInt());
+                  p.output(0) = views::transpose(self(p), p.input(1).toInt(), p.input(2).toInt());
                 }));
 SRT_REGISTER_KERNEL("aten::t", kNative,
-                    always([](ProcessedNode& p) { p.output(0) = at::native::t(self(p)); }));
+                    always([](ProcessedNode& p) { p.output(0) = views::t(self(p)); }));
 SRT_REGISTER_KERNEL("aten::squeeze", kNative,
-                    whenMatches("aten::squeeze(Tensor(a) self) -> Tensor(a)", [](ProcessedNode& p) {
-                      p.output(0) = at::native::squeeze(self(p));
-                    }));
+                    whenMatches("aten::squeeze(Tensor(a) self) -> Tensor(a)",
+                                [](ProcessedNode& p) { p.output(0) = views::squeeze(self(p)); }));
 SRT_REGISTER_KERNEL("aten::squeeze", kNative,
                     whenMatches("aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
                                 [](ProcessedNode& p) {
-                                  p.output(0) = at::native::squeeze(self(p), p.input(1).toInt());
+                                  p.output(0) = views::squeeze(self(p), p.input(1).toInt());
                                 }));
 SRT_REGISTER_KERNEL("aten::unsqueeze", kNative, always([](ProcessedNode& p) {
-                      p.output(0) = at::native::unsqueeze(self(p), p.input(1).toInt());
+                      p.output(0) = views::unsqueeze(self(p), p.input(1).toInt());
                     }));
 SRT_REGISTER_KERNEL("aten::expand", kNative, always([](ProcessedNode& p) {
-                      p.output(0) = at::native::expand(self(p), p.input(1).toDimVector(),
-                                                       p.input(2).toBool());
+                      p.output(0) = views::expand(self(p), p.input(1).toDimVector());
                     }));
 SRT_REGISTER_KERNEL("aten::expand_as", kNative, always([](ProcessedNode& p) {
-                      p.output(0) = at::native::expand_as(self(p), p.input(1).toTensor());
+                      p.output(0) = views::expand(self(p), p.input(1).toTensor().sizes());
                     }));
 SRT_REGISTER_KERNEL(
     "aten::narrow", kNative,
     whenMatches("aten::narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
                 [](ProcessedNode& p) {
-                  p.output(0) = at::native::narrow(self(p), p.input(1).toInt(), p.input(2).toInt(),
-                                                   p.input(3).toInt());
+                  p.output(0) = views::narrow(self(p), p.input(1).toInt(), p.input(2).toInt(),
+                                              p.input(3).toInt());
                 }));
 SRT_REGISTER_KERNEL(
     "aten::slice", kNative,
     whenMatches("aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? "
                 "end=None, SymInt step=1) -> Tensor(a)",
                 [](ProcessedNode& p) {
-                  p.output(0) =
-                      at::native::slice(self(p), p.input(1).toInt(), optionalInt(p.input(2)),
-                                        optionalInt(p.input(3)), p.input(4).toInt());
+                  p.output(0) = views::slice(self(p), p.input(1).toInt(), optionalInt(p.input(2)),
+                                             optionalInt(p.input(3)), p.input(4).toInt());
                 }));
 SRT_REGISTER_KERNEL("aten::select", kNative,
                     whenMatches("aten::select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",
                                 [](ProcessedNode& p) {
-                                  p.output(0) = at::native::select(self(p), p.input(1).toInt(),
-                                                                   p.input(2).toInt());
+                                  p.output(0) = views::select(self(p), p.input(1).toInt(),
+                                                              p.input(2).toInt());
                                 }));
 SRT_REGISTER_KERNEL("aten::chunk", kNative, always([](ProcessedNode& p) {
-                      p.output(0) =
-                          at::native::chunk(self(p), p.input(1).toInt(), p.input(2).toInt());
+                      p.output(0) = views::chunk(self(p), p.input(1).toInt(), p.input(2).toInt());
                     }));
 SRT_REGISTER_KERNEL(
     "aten::split", kNative,
     whenMatches("aten::split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]",
                 [](ProcessedNode& p) {
-                  p.output(0) = at::native::split(self(p), p.input(1).toInt(), p.input(2).toInt());
+                  p.output(0) = views::split(self(p), p.input(1).toInt(), p.input(2).toInt());
                 }));
 SRT_REGISTER_KERNEL(
     "aten::split", kNative,
@@ -171,23 +167,23 @@ SRT_REGISTER_KERNEL(
         "aten::split.sizes(Tensor(a -> *) self, int[] split_size, int dim=0) -> Tensor(a)[]",
         [](ProcessedNode& p) {
           p.output(0) =
-              at::native::split_with_sizes(self(p), p.input(1).toDimVector(), p.input(2).toInt());
+              views::splitWithSizes(self(p), p.input(1).toDimVector(), p.input(2).toInt());
         }));
 SRT_REGISTER_KERNEL(
     "aten::split", kNative,
     whenMatches("aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]",
                 [](ProcessedNode& p) {
-                  p.output(0) = at::native::split_with_sizes(self(p), p.input(1).toDimVector(),
-                                                             p.input(2).toInt());
+                  p.output(0) =
+                      views::splitWithSizes(self(p), p.input(1).toDimVector(), p.input(2).toInt());
                 }));
 SRT_REGISTER_KERNEL("aten::split_with_sizes", kNative, always([](ProcessedNode& p) {
-                      p.output(0) = at::native::split_with_sizes(self(p), p.input(1).toDimVector(),
-                                                                 p.input(2).toInt());
+                      p.output(0) = views::splitWithSizes(self(p), p.input(1).toDimVector(),
+                                                          p.input(2).toInt());
                     }));
 SRT_REGISTER_KERNEL("aten::unbind", kNative,
                     whenMatches("aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]",
                                 [](ProcessedNode& p) {
-                                  p.output(0) = at::native::unbind(self(p), p.input(1).toInt());
+                                  p.output(0) = views::unbind(self(p), p.input(1).toInt());
                                 }));
 SRT_REGISTER_KERNEL("aten::detach", kNative,
                     always([](ProcessedNode& p) { p.output(0) = at::native::detach(self(p)); }));

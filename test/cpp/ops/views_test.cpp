@@ -128,6 +128,30 @@ def forward(self, x):
                        {"aten::split_with_sizes", KernelKind::kNative}});
 }
 
+// Corner cases of ATen's view rules, which ops/strided_views.cpp re-implements.
+TEST(Views, EdgeCases) {
+  expectMatchesJit(R"JIT(
+def forward(self, x, v, s):
+    return (x[-100:100], x[5:2], x[1:-1:3], x.narrow(0, -2, 2), x.narrow(1, x.size(1), 0),
+            x.select(0, -1), x.expand(2, -1, -1), v.t(), s.t(), s.unsqueeze(0), s.unsqueeze(-1),
+            s.squeeze(), s.squeeze(0), x.transpose(1, 1), v.expand(3, v.size(0)), s.expand(2, 2),
+            x.chunk(4, 1), x.split(5, 0), x.unsqueeze(2).squeeze(2), x.permute(-1, 0))
+)JIT",
+                   {{{torch::randn({4, 3}), torch::randn({5}), torch::tensor(2.0)}},
+                    {{torch::randn({3, 7}).t(), torch::randn({1}), torch::tensor(-1.0)}},
+                    {{torch::zeros({2, 0}), torch::zeros({0}), torch::tensor(0.0)}}});
+}
+
+TEST(Views, InvalidArgumentsAreErrors) {
+  for (const char* body : {"x.permute(0, 0)", "x.permute(0)", "x.select(0, 4)", "x.narrow(0, 3, 2)",
+                           "x.split_with_sizes([1, 1])", "x.chunk(0)", "x.expand(4)", "x[::-1]",
+                           "x.unsqueeze(3)", "x.unbind(2)"}) {
+    StaticModule module(
+        scriptModule(std::string("\ndef forward(self, x):\n    return ") + body + "\n"));
+    EXPECT_THROW(module({torch::randn({4, 3})}), c10::Error) << body;
+  }
+}
+
 TEST(Views, DetachAndDropoutInEval) {
   const char* source = R"JIT(
 def forward(self, x):
