@@ -7,6 +7,8 @@
 // pre-packed at build time, next to the GEMM glue.
 #include <ATen/CPUFunctions.h>
 #include <ATen/NativeFunctions.h>
+#include <ATen/native/Pool.h>
+#include <c10/util/accumulate.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "ops/out_variant.h"
@@ -28,20 +30,43 @@ void conv2d(ProcessedNode& p) {
                          p.input(5).toDimVector(), p.input(6).toInt());
 }
 
-// max_pool2d on the CPU is max_pool2d_with_indices with the indices dropped (as in ATen); the
-// indices are this node's own tensor, reused run after run like the output.
-struct PoolIndices : NodeState {
-  at::Tensor indices = at::empty({0}, at::kLong);
-};
+// kernel_size, stride, padding or dilation of one or two elements, as ATen reads them (an empty
+// stride means the kernel size).
+int64_t pair(at::IntArrayRef values, size_t i, int64_t if_empty) {
+  return values.empty() ? if_empty : values[values.size() == 1 ? 0 : i];
+}
 
+// max_pool2d on the CPU is max_pool2d_with_indices with the indices dropped, as in ATen. The
+// indices are kernel scratch: their shape is the output's, computed here with ATen's formula.
+// (Were it off, the out call could not grow the scratch-backed tensor and would throw; invalid
+// arguments are rejected by ATen's own checks first.)
 void maxPool2d(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
+  const at::DimVector kernel = p.input(1).toDimVector();
+  const at::DimVector stride = p.input(2).toDimVector();
+  const at::DimVector padding = p.input(3).toDimVector();
+  const at::DimVector dilation = p.input(4).toDimVector();
+  const bool ceil_mode = p.input(5).toBool();
   at::Tensor& out = outputTensorLike(p, 0, self);
-  at::Tensor& indices = p.state<PoolIndices>().indices;
-  indices.unsafeGetTensorImpl()->set_sizes_contiguous({0});
-  at::cpu::max_pool2d_with_indices_outf(self, p.input(1).toDimVector(), p.input(2).toDimVector(),
-                                        p.input(3).toDimVector(), p.input(4).toDimVector(),
-                                        p.input(5).toBool(), out, indices);
+  at::DimVector shape(self.sizes().begin(), self.sizes().end());
+  const bool well_formed = (self.dim() == 3 || self.dim() == 4) && !kernel.empty() &&
+                           kernel.size() <= 2 && stride.size() <= 2 && !padding.empty() &&
+                           padding.size() <= 2 && !dilation.empty() && dilation.size() <= 2;
+  if (well_formed) {
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t k = pair(kernel, i, 0);
+      int64_t& extent = shape[shape.size() - 2 + i];
+      if (k > 0 && pair(stride, i, k) > 0 && pair(dilation, i, 1) > 0) {
+        extent = at::native::pooling_output_shape<int64_t>(
+            extent, k, pair(padding, i, 0), pair(stride, i, k), pair(dilation, i, 1), ceil_mode);
+      }
+    }
+  }
+  const int64_t numel = c10::multiply_integers(shape);
+  at::Tensor indices =
+      at::from_blob(p.scratch(std::max<int64_t>(numel, 1) * sizeof(int64_t)), shape, at::kLong);
+  at::cpu::max_pool2d_with_indices_outf(self, kernel, stride, padding, dilation, ceil_mode, out,
+                                        indices);
 }
 
 void adaptiveAvgPool2d(ProcessedNode& p) {
