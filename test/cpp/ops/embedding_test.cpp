@@ -64,6 +64,21 @@ TEST(ShapeEmbedding, EmbeddingBagPaddingIdx) {
   }
 }
 
+// Cases outside the hand-written loop (mixed index dtypes, float16 weights) run ATen's kernel and
+// copy its result.
+TEST(ShapeEmbedding, EmbeddingBagGenericPath) {
+  for (int mode : {0, 1, 2}) {
+    const std::string source = bagSource(mode, false, "None");
+    SCOPED_TRACE(source);
+    expectMatchesJit(source,
+                     {{{torch::randn({10, 3}), torch::tensor({1, 2, 4, 5}, torch::kInt),
+                        torch::tensor({0, 2}, torch::kLong)}},
+                      {{torch::randn({6, 4}).to(torch::kHalf), torch::tensor({0, 5, 5, 1}),
+                        torch::tensor({0, 1, 1})}}},
+                     1e-2);
+  }
+}
+
 // Using offset2bag / bag_size / max_indices, or per-sample weights: left to the JIT.
 TEST(ShapeEmbedding, EmbeddingBagAuxiliaryResultsFallBack) {
   const char* source = R"JIT(
