@@ -38,7 +38,7 @@ at::Tensor viewOrCopy(const at::Tensor& input, at::IntArrayRef proposed) {
 }
 
 // flattenDims is flatten.using_ints, with at::native::flatten's rules (a 0-dim input becomes 1-dim;
-// start == end returns the input itself) but through the reshape above.
+// start == end returns the input itself) but through viewOrCopy.
 at::Tensor flattenDims(const at::Tensor& input, int64_t start_dim, int64_t end_dim) {
   const int64_t rank = input.dim();
   start_dim = c10::maybe_wrap_dim(start_dim, rank);
