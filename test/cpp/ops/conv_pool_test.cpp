@@ -1,0 +1,97 @@
+// conv2d (native), max_pool2d and adaptive_avg_pool2d (out-variant), ops/conv_pool.cpp, against
+// the JIT.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+TEST(ConvPool, Conv2dArguments) {
+  const char* source = R"JIT(
+def forward(self, x, w, b, wg):
+    plain = torch.conv2d(x, w, b)
+    strided = torch.conv2d(x, w, None, [2, 1], [1, 2], [1, 1], 1)
+    dilated = torch.conv2d(x, w, b, 1, 2, 2, 1)
+    grouped = torch.conv2d(x, wg, None, 1, 1, 1, 2)
+    return plain, strided, dilated, grouped
+)JIT";
+  auto set = [](int64_t n, int64_t h, int64_t w, torch::Dtype dtype) {
+    auto options = torch::TensorOptions().dtype(dtype);
+    return InputSet{{torch::randn({n, 4, h, w}, options), torch::randn({6, 4, 3, 3}, options),
+                     torch::randn({6}, options), torch::randn({6, 2, 3, 3}, options)}};
+  };
+  expectMatchesJit(source,
+                   {set(1, 8, 8, torch::kFloat32), set(2, 10, 7, torch::kFloat32),
+                    set(1, 6, 6, torch::kFloat64)},
+                   1e-4);
+  expectKinds(source, {{"aten::conv2d", KernelKind::kNative}});
+}
+
+TEST(ConvPool, Conv2dNonContiguousInput) {
+  expectMatchesJit(
+      R"JIT(
+def forward(self, x, w):
+    return torch.conv2d(x, w, None, 1, 1)
+)JIT",
+      {{{torch::randn({1, 5, 5, 3}).permute({0, 3, 1, 2}), torch::randn({2, 3, 3, 3})}},
+       {{torch::randn({2, 3, 4, 6}), torch::randn({2, 3, 3, 3})}}},
+      1e-4);
+}
+
+TEST(ConvPool, MaxPool2d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    a = torch.max_pool2d(x, 2)
+    b = torch.max_pool2d(x, [3, 2], [2, 1], [1, 0])
+    c = torch.max_pool2d(x, 3, 2, 1, 1, True)
+    d = torch.max_pool2d(x, 2, 1, 0, 2)
+    return a, b, c, d
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
+                            {{torch::randn({2, 2, 7, 9})}},
+                            {{torch::randn({1, 8, 8, 2}).permute({0, 3, 1, 2})}},
+                            {{torch::randn({3, 6, 5}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::max_pool2d", KernelKind::kOutVariant}});
+}
+
+TEST(ConvPool, InvalidMaxPoolArgumentsAreErrors) {
+  for (const char* arguments : {"x, 5", "x, 2, 0", "x, [2, 2, 2]", "x, 2, 2, 2", "x, 2, 2, 0, 0"}) {
+    StaticModule module(
+        scriptModule(std::string("\ndef forward(self, x):\n    return torch.max_pool2d(") +
+                     arguments + ")\n"));
+    EXPECT_THROW(module({torch::randn({1, 2, 4, 4})}), c10::Error) << arguments;
+    EXPECT_THROW(module({torch::randn({2, 4, 4})}), c10::Error) << arguments;
+  }
+}
+
+TEST(ConvPool, AdaptiveAvgPool2d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.adaptive_avg_pool2d(x, [1, 1]), torch.adaptive_avg_pool2d(x, [2, 3])
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
+                            {{torch::randn({2, 4, 5, 7})}},
+                            {{torch::randn({2, 6, 6, 3}).permute({0, 3, 1, 2})}},
+                            {{torch::randn({3, 4, 4}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::adaptive_avg_pool2d", KernelKind::kOutVariant}});
+}
+
+// The small CNN pattern: conv, relu, pool, global pool, flatten, with a batch-size change.
+TEST(ConvPool, ConvPoolFlattenChain) {
+  expectMatchesJit(R"JIT(
+def forward(self, x, w):
+    y = torch.max_pool2d(torch.relu(torch.conv2d(x, w, None, 1, 1)), 2)
+    return torch.flatten(torch.adaptive_avg_pool2d(y, [1, 1]), 1)
+)JIT",
+                   {{{torch::randn({1, 3, 16, 16}), torch::randn({8, 3, 3, 3})}},
+                    {{torch::randn({4, 3, 12, 10}), torch::randn({8, 3, 3, 3})}}},
+                   1e-4);
+}
+
+} // namespace
+} // namespace srt::testing

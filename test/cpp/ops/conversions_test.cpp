@@ -1,0 +1,92 @@
+// Out-variant to / type_as / clone / contiguous (ops/conversions.cpp) against the JIT.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+// The C++ TorchScript frontend has no torch.float64 etc.: dtypes and memory formats are
+// spelled as their enum values (float32 6, float64 7, int64 4; contiguous 0, channels_last 2).
+TEST(Conversions, ToDtype) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.to(7), x.to(6), x.to(4), x.to(6, copy=True)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3}) * 10}},
+                            {{torch::randn({4, 3}).t()}},
+                            {{torch::arange(5)}},
+                            {{torch::zeros({0, 2}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::to", KernelKind::kOutVariant}});
+}
+
+// The JIT returns the input itself for a same-dtype to(); we copy. Later in-place-free ops
+// must see equal values either way, including when the result is returned twice.
+TEST(Conversions, SameDtypeToReturnsEqualValues) {
+  const char* source = R"JIT(
+def forward(self, x):
+    y = x.to(6)
+    return y, y + x, x
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({3})}}, {{torch::randn({2, 2})}}});
+}
+
+TEST(Conversions, ToOtherAndTypeAs) {
+  const char* source = R"JIT(
+def forward(self, x, other):
+    return x.to(other), x.type_as(other), other.type_as(x) * 2
+)JIT";
+  expectMatchesJit(source,
+                   {{{torch::randn({2, 3}), torch::arange(2)}},
+                    {{torch::arange(6).view({2, 3}).t(), torch::randn({1}, torch::kFloat64)}},
+                    {{torch::randn({0}), torch::randn({3})}}});
+  expectKinds(source,
+              {{"aten::to", KernelKind::kOutVariant}, {"aten::type_as", KernelKind::kOutVariant}});
+}
+
+TEST(Conversions, CloneAndContiguous) {
+  const char* source = R"JIT(
+def forward(self, x):
+    a = x.clone()
+    b = torch.clone(x, memory_format=0)
+    c = x.contiguous()
+    return a, b, c, c.view(-1)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({4, 3}).t()}},
+                            {{torch::randn({2, 5})}},
+                            {{torch::arange(6).view({3, 2}).t()}},
+                            {{torch::zeros({0, 4}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::clone", KernelKind::kOutVariant},
+                       {"aten::contiguous", KernelKind::kOutVariant}});
+}
+
+TEST(Conversions, ChannelsLastIsLeftToTheJit) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.contiguous(memory_format=2), x.clone(memory_format=2)
+)JIT";
+  expectKinds(source, {{"aten::contiguous", KernelKind::kFallback},
+                       {"aten::clone", KernelKind::kFallback}});
+  expectMatchesJit(source, {{{torch::randn({1, 3, 2, 2})}}, {{torch::randn({2, 2, 3, 1})}}});
+}
+
+// The output of an out-variant conversion that is not returned is reused from run to run.
+TEST(Conversions, IntermediateOutputIsReused) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    y = x.to(7)
+    return y.sum()
+)JIT"));
+  StaticRuntime runtime(module);
+  for (int i = 0; i < 3; ++i) {
+    auto x = torch::randn({8});
+    EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), x.to(torch::kFloat64).sum()));
+  }
+}
+
+} // namespace
+} // namespace srt::testing
