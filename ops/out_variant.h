@@ -7,15 +7,24 @@
 
 namespace srt::ops {
 
+// True when nothing but the value table holds `tensor` or its memory. Inside a prim::Loop body,
+// last iteration's output can be this iteration's input (`x = f(x)`) or sit in a list the body
+// appends to: writing into it would destroy a value still in use.
+inline bool isUniquelyOwned(const at::Tensor& tensor) {
+  return tensor.use_count() == 1 && tensor.storage().use_count() == 1;
+}
+
 // The node's output `i` ready to be written by an ATen `*_out` call: last run's tensor when it
-// has the wanted dtype (emptied to zero elements without freeing its storage, so the call
-// resizes it and reuses the memory when it fits), else a new empty tensor with `options`.
+// has the wanted dtype and nothing else holds it (emptied to zero elements without freeing its
+// storage, so the call resizes it and reuses the memory when it fits), else a new empty tensor
+// with `options`.
 // The output IValue holds the tensor, so nothing is left to assign afterwards.
 inline at::Tensor& outputTensor(ProcessedNode& p, size_t i, const at::TensorOptions& options) {
   c10::IValue& slot = p.output(i);
   if (slot.isTensor()) {
     at::Tensor& tensor = slot.toTensor();
-    if (tensor.dtype() == options.dtype() && tensor.device() == options.device()) {
+    if (tensor.dtype() == options.dtype() && tensor.device() == options.device() &&
+        isUniquelyOwned(tensor)) {
       // Zero elements first: resizing a non-empty out tensor to another shape is a warning.
       tensor.unsafeGetTensorImpl()->set_sizes_contiguous({0});
       return tensor;

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache
   libtorch-dev python3-torch
-  libdnnl-dev libopenblas-dev libfmt-dev
+  libdnnl-dev libopenblas-dev libfmt-dev libsleef-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-pytest python3-numpy
 )

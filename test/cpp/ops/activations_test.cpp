@@ -1,0 +1,107 @@
+// Activation out-variant kernels (relu, gelu, sigmoid, tanh, silu, leaky_relu, hardswish, clamp)
+// against the JIT.
+#include "ops/op_test_helpers.h"
+
+namespace srt::testing {
+namespace {
+
+const std::vector<std::string> kFloatActivations = {
+    "torch.relu(x)",
+    "torch.gelu(x)",
+    "torch.gelu(x, approximate='tanh')",
+    "torch.sigmoid(x)",
+    "torch.tanh(x)",
+    "torch.silu(x)",
+    "torch.leaky_relu(x)",
+    "torch.leaky_relu(x, 0.2)",
+    "torch.hardswish(x)",
+    "torch.clamp(x, -0.5, 0.5)",
+    "torch.clamp(x, min=-0.25)",
+    "torch.clamp(x, max=0.75)",
+    "torch.clamp(x, 1, 0)", // min > max: every element is max
+};
+
+TEST(Activation, Float32) {
+  for (const auto& expression : kFloatActivations) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x", expression);
+    expectAllOutVariant(source);
+    expectMatchesJit(source, unaryShapes(randnFloat));
+  }
+}
+
+TEST(Activation, Float64) {
+  for (const auto& expression : kFloatActivations) {
+    SCOPED_TRACE(expression);
+    expectMatchesJit(forwardReturning("x", expression), unaryShapes(randnDouble));
+  }
+}
+
+TEST(Activation, Int64) {
+  // relu and clamp keep int64; sigmoid and tanh compute in the default float dtype; clamp with
+  // a float bound promotes.
+  for (const std::string expression :
+       {"torch.relu(x)", "torch.clamp(x, -3, 4)", "torch.clamp(x, min=2)", "torch.clamp(x, max=-1)",
+        "torch.clamp(x, -2.5, 2.5)", "torch.sigmoid(x)", "torch.tanh(x)"}) {
+    SCOPED_TRACE(expression);
+    expectMatchesJit(forwardReturning("x", expression), unaryShapes(randintLong));
+  }
+}
+
+TEST(Activation, ExtremeValues) {
+  const at::Tensor x = torch::tensor({-1e30f, -100.f, -20.f, -0.f, 0.f, 1e-30f, 20.f, 100.f, 1e30f,
+                                      std::numeric_limits<float>::infinity(),
+                                      -std::numeric_limits<float>::infinity(), NAN});
+  for (const auto& expression : kFloatActivations) {
+    SCOPED_TRACE(expression);
+    expectMatchesJit(forwardReturning("x", expression), {inputs({x}), inputs({x.reshape({3, 4})})});
+  }
+}
+
+TEST(Activation, ClampWithTensorBounds) {
+  const std::vector<InputSet> sets = {
+      inputs({randnFloat({2, 3}), randnFloat({2, 3}) - 1, randnFloat({3}) + 1}),
+      inputs({randnFloat({4, 3}).t(), randnFloat({1}), randnFloat({3, 1}) + 1}),
+      inputs({randintLong({2, 3}), randintLong({2, 3}), randnFloat({3})}), // promotes to float
+      inputs({randintLong({0, 5}), randintLong({5}), randintLong({5})})};
+  for (const std::string expression :
+       {"torch.clamp(x, lo, hi)", "torch.clamp(x, min=lo)", "torch.clamp(x, max=hi)"}) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x, lo, hi", expression);
+    expectAllOutVariant(source);
+    expectMatchesJit(source, sets);
+  }
+}
+
+TEST(Activation, BoundsAndSlopesFromInputs) {
+  const std::string source =
+      forwardReturning("x, lo: Optional[float], hi: Optional[float], slope: float",
+                       "(torch.clamp(x, lo, hi), torch.leaky_relu(x, slope))");
+  expectMatchesJit(source, {inputs({randnFloat({2, 3}), -0.5, 0.5, 0.1}),
+                            inputs({randnFloat({7}), c10::IValue(), 0.25, 0.3}),
+                            inputs({randnFloat({4, 3}).t(), -0.1, c10::IValue(), 0.0})});
+}
+
+TEST(Activation, FastPathAgreesWithAtenPath) {
+  // Contiguous x takes our vectorized loops, its transposed copy at::cpu::*_out.
+  const at::Tensor x = torch::randn({67, 131}) * 4;
+  const at::Tensor xn = x.t().contiguous().t();
+  for (const auto& expression : kFloatActivations) {
+    SCOPED_TRACE(expression);
+    StaticModule module(scriptModule(forwardReturning("x", expression)));
+    const at::Tensor fast = module({x}).toTensor();
+    const at::Tensor aten = module({xn}).toTensor();
+    EXPECT_TRUE(torch::allclose(fast, aten, 1e-6, 1e-6))
+        << "max difference " << (fast - aten).abs().max().item<float>();
+  }
+}
+
+TEST(Activation, UnsupportedOverloadsFallBack) {
+  // tanh of a float is the scalar overload: declined, the JIT runs it.
+  const std::string source = forwardReturning("x: float", "torch.tanh(x)");
+  expectFallback(source, "aten::tanh");
+  expectMatchesJit(source, {inputs({0.5}), inputs({-2.0})});
+}
+
+} // namespace
+} // namespace srt::testing

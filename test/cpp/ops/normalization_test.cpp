@@ -1,0 +1,131 @@
+// softmax, log_softmax, layer_norm and eval-mode batch_norm out-variant kernels against the JIT.
+#include "ops/op_test_helpers.h"
+
+namespace srt::testing {
+namespace {
+
+TEST(Normalization, Softmax) {
+  for (const std::string expression :
+       {"torch.softmax(x, 1)", "torch.softmax(x, -1)", "torch.softmax(x, 0)",
+        "torch.log_softmax(x, 1)", "torch.log_softmax(x, 0)", "torch.softmax(x, -1, dtype=7)",
+        "torch.log_softmax(x, 1, 6)"}) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x", expression);
+    expectAllOutVariant(source);
+    for (const auto& make : {randnFloat, randnDouble}) {
+      expectMatchesJit(source,
+                       {inputs({make({2, 3})}), inputs({make({4, 3}).t()}), inputs({make({3, 0})}),
+                        inputs({make({2, 5, 4})}), inputs({make({64, 1031})})});
+    }
+  }
+}
+
+TEST(Normalization, SoftmaxOfIntegersWithDtype) {
+  const std::string source = forwardReturning("x", "torch.softmax(x, 1, dtype=6)");
+  expectMatchesJit(source, {inputs({randintLong({2, 3})}), inputs({randintLong({3, 4})})});
+}
+
+TEST(Normalization, LayerNorm) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"x, w, b", "torch.layer_norm(x, [4], w, b, 1e-5)"},
+      {"x, w, b", "torch.layer_norm(x, [4], w, None, 1e-3)"},
+      {"x, w, b", "torch.layer_norm(x, [4], None, b)"},
+      {"x, w, b", "torch.layer_norm(x, [4])"},
+      {"x, w, b", "torch.layer_norm(x, [4], w, b)"}};
+  for (const auto& [params, expression] : cases) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning(params, expression);
+    expectAllOutVariant(source, 1);
+    for (const auto& make : {randnFloat, randnDouble}) {
+      expectMatchesJit(source, {inputs({make({3, 4}), make({4}), make({4})}),
+                                inputs({make({2, 5, 4}), make({4}), make({4})}),
+                                inputs({make({4, 3}).t(), make({4}), make({4})}),
+                                inputs({make({0, 4}), make({4}), make({4})}),
+                                inputs({make({4}), make({4}), make({4})}),
+                                inputs({make({1000, 4}), make({4}), make({4})})});
+    }
+  }
+  // Normalizing over the last two dimensions.
+  const std::string source = forwardReturning("x, w, b", "torch.layer_norm(x, [3, 5], w, b)");
+  expectMatchesJit(source, {inputs({randnFloat({2, 3, 5}), randnFloat({3, 5}), randnFloat({3, 5})}),
+                            inputs({randnFloat({3, 5}), randnFloat({3, 5}), randnFloat({3, 5})})});
+}
+
+TEST(Normalization, LayerNormAgreesWithAten) {
+  const at::Tensor x = torch::randn({17, 300});
+  const at::Tensor w = torch::randn({300});
+  const at::Tensor b = torch::randn({300});
+  StaticModule module(
+      scriptModule(forwardReturning("x, w, b", "torch.layer_norm(x, [300], w, b)")));
+  EXPECT_TRUE(
+      torch::allclose(module({x, w, b}).toTensor(), at::layer_norm(x, {300}, w, b), 1e-6, 1e-6));
+}
+
+// Running variance must be positive.
+std::vector<c10::IValue> batchNormArgs(const at::Tensor& x, at::ScalarType type) {
+  const int64_t channels = x.size(1);
+  const auto options = torch::TensorOptions().dtype(type);
+  return {x, torch::randn({channels}, options), torch::randn({channels}, options),
+          torch::randn({channels}, options), torch::rand({channels}, options) + 0.5};
+}
+
+const char* const kBatchNormEval = "torch.batch_norm(x, w, b, mean, var, False, 0.1, 1e-5, False)";
+
+TEST(Normalization, BatchNormEval) {
+  const std::string source = forwardReturning("x, w, b, mean, var", kBatchNormEval);
+  expectAllOutVariant(source);
+  for (const at::ScalarType type : {at::kFloat, at::kDouble}) {
+    const auto options = torch::TensorOptions().dtype(type);
+    expectMatchesJit(
+        source,
+        {inputs(batchNormArgs(torch::randn({2, 3, 4, 5}, options), type)),
+         inputs(batchNormArgs(torch::randn({4, 3}, options), type)),     // [N, C]
+         inputs(batchNormArgs(torch::randn({2, 6, 7}, options), type)),  // [N, C, L]
+         inputs(batchNormArgs(torch::randn({5, 3}, options).t(), type)), // strided
+         inputs(batchNormArgs(
+             torch::randn({2, 3, 4, 5}, options).contiguous(at::MemoryFormat::ChannelsLast), type)),
+         inputs(batchNormArgs(torch::randn({0, 3, 2}, options), type)),
+         inputs(batchNormArgs(torch::randn({2, 16, 64, 64}, options), type))});
+  }
+}
+
+TEST(Normalization, BatchNormEvalWithoutAffine) {
+  const std::string source = forwardReturning(
+      "x, mean, var", "torch.batch_norm(x, None, None, mean, var, False, 0.1, 1e-3, False)");
+  expectAllOutVariant(source);
+  expectMatchesJit(source,
+                   {inputs({randnFloat({2, 3, 4}), randnFloat({3}), torch::rand({3}) + 0.5}),
+                    inputs({randnFloat({5, 2}), randnFloat({2}), torch::rand({2}) + 0.5})});
+}
+
+TEST(Normalization, BatchNormEvalAgreesWithAten) {
+  for (const std::vector<int64_t> shape :
+       std::vector<std::vector<int64_t>>{{8, 32}, {4, 16, 13, 11}, {2, 5, 100}}) {
+    auto args = batchNormArgs(torch::randn(shape), at::kFloat);
+    StaticModule module(scriptModule(forwardReturning("x, w, b, mean, var", kBatchNormEval)));
+    const at::Tensor expected =
+        at::batch_norm(args[0].toTensor(), args[1].toTensor(), args[2].toTensor(),
+                       args[3].toTensor(), args[4].toTensor(), false, 0.1, 1e-5, false);
+    EXPECT_TRUE(torch::allclose(module(args).toTensor(), expected, 1e-6, 1e-6));
+  }
+}
+
+TEST(Normalization, BatchNormTrainingIsDeclined) {
+  // Training mode without running statistics: batch statistics, nothing updated in place.
+  const std::string training =
+      forwardReturning("x, w, b", "torch.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, False)");
+  expectFallback(training, "aten::batch_norm");
+  expectMatchesJit(training, {inputs({randnFloat({4, 3, 2}), randnFloat({3}), randnFloat({3})}),
+                              inputs({randnFloat({5, 3}), randnFloat({3}), randnFloat({3})})});
+  // Not a constant: only known at run time.
+  const std::string runtime_flag =
+      forwardReturning("x, w, b, mean, var, training: bool",
+                       "torch.batch_norm(x, w, b, mean, var, training, 0.1, 1e-5, False)");
+  expectFallback(runtime_flag, "aten::batch_norm");
+  auto args = batchNormArgs(randnFloat({4, 3, 2}), at::kFloat);
+  args.push_back(false);
+  expectMatchesJit(runtime_flag, {inputs(args)});
+}
+
+} // namespace
+} // namespace srt::testing

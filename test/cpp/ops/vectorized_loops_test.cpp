@@ -1,0 +1,216 @@
+// The float32 fast path on its own: ops/vectorized_loops.h against ATen's functions, and how
+// out-variant kernels reuse (and must not reuse) their output tensor.
+#include <torch/csrc/jit/ir/irparser.h>
+
+#include "ops/op_test_helpers.h"
+#include "ops/processed_node.h"
+#include "ops/registry.h"
+#include "ops/vectorized_loops.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::vec::BinaryOp;
+using ops::vec::Params;
+using ops::vec::UnaryOp;
+
+at::Tensor mapUnary(UnaryOp op, const at::Tensor& x, Params params = {}) {
+  at::Tensor out = torch::empty_like(x);
+  ops::vec::map(op, x.data_ptr<float>(), out.data_ptr<float>(), x.numel(), params);
+  return out;
+}
+
+// Lengths that exercise the partial-vector tail, one vector exactly, and the split over threads.
+const std::vector<int64_t> kLengths = {1, 7, 16, 19, 100003};
+
+void expectClose(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
+  EXPECT_TRUE(torch::allclose(actual, expected, 1e-6, 1e-6, /*equal_nan=*/true))
+      << what << ": max difference " << (actual - expected).abs().nan_to_num(0).max().item<float>();
+}
+
+TEST(ElementwiseFastPath, UnaryLoopsMatchAten) {
+  const std::vector<std::tuple<std::string, UnaryOp, Params, std::function<at::Tensor(at::Tensor)>>>
+      cases = {
+          {"relu", UnaryOp::kRelu, {}, [](at::Tensor x) { return torch::relu(x); }},
+          {"sigmoid", UnaryOp::kSigmoid, {}, [](at::Tensor x) { return torch::sigmoid(x); }},
+          {"tanh", UnaryOp::kTanh, {}, [](at::Tensor x) { return torch::tanh(x); }},
+          {"gelu", UnaryOp::kGelu, {}, [](at::Tensor x) { return at::gelu(x); }},
+          {"gelu_tanh", UnaryOp::kGeluTanh, {}, [](at::Tensor x) { return at::gelu(x, "tanh"); }},
+          {"silu", UnaryOp::kSilu, {}, [](at::Tensor x) { return at::silu(x); }},
+          {"hardswish", UnaryOp::kHardswish, {}, [](at::Tensor x) { return at::hardswish(x); }},
+          {"leaky_relu",
+           UnaryOp::kLeakyRelu,
+           {0.1f},
+           [](at::Tensor x) { return at::leaky_relu(x, 0.1); }},
+          {"clamp",
+           UnaryOp::kClamp,
+           {-0.5f, 0.5f},
+           [](at::Tensor x) { return x.clamp(-0.5, 0.5); }},
+          {"clamp_min",
+           UnaryOp::kClampMin,
+           {-0.5f},
+           [](at::Tensor x) { return x.clamp_min(-0.5); }},
+          {"clamp_max",
+           UnaryOp::kClampMax,
+           {0.f, 0.5f},
+           [](at::Tensor x) { return x.clamp_max(0.5); }},
+          {"exp", UnaryOp::kExp, {}, [](at::Tensor x) { return x.exp(); }},
+          {"log", UnaryOp::kLog, {}, [](at::Tensor x) { return x.log(); }},
+          {"sqrt", UnaryOp::kSqrt, {}, [](at::Tensor x) { return x.sqrt(); }},
+          {"rsqrt", UnaryOp::kRsqrt, {}, [](at::Tensor x) { return x.rsqrt(); }},
+          {"reciprocal", UnaryOp::kReciprocal, {}, [](at::Tensor x) { return x.reciprocal(); }},
+          {"pow2", UnaryOp::kSquare, {}, [](at::Tensor x) { return x.pow(2); }},
+          {"pow3", UnaryOp::kCube, {}, [](at::Tensor x) { return x.pow(3); }},
+          {"pow-2", UnaryOp::kInverseSquare, {}, [](at::Tensor x) { return x.pow(-2); }},
+          {"pow1.7", UnaryOp::kPow, {1.7f}, [](at::Tensor x) { return x.pow(1.7); }},
+          {"add_scalar",
+           UnaryOp::kAddScalar,
+           {0.3f, 2.f},
+           [](at::Tensor x) { return x.add(0.3, 2); }},
+          {"mul_scalar", UnaryOp::kMulScalar, {1.3f}, [](at::Tensor x) { return x.mul(1.3); }},
+          {"div_scalar", UnaryOp::kDivScalar, {1.3f}, [](at::Tensor x) { return x.div(1.3); }},
+          {"affine", UnaryOp::kAffine, {1.5f, -0.25f}, [](at::Tensor x) { return x * 1.5 - 0.25; }},
+      };
+  for (const int64_t n : kLengths) {
+    const at::Tensor x = torch::randn({n}) * 3;
+    const at::Tensor positive = x.abs() + 0.01;
+    for (const auto& [name, op, params, reference] : cases) {
+      const bool needs_positive =
+          name == "log" || name == "sqrt" || name == "rsqrt" || name == "pow1.7";
+      const at::Tensor& input = needs_positive ? positive : x;
+      expectClose(mapUnary(op, input, params), reference(input), name + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(ElementwiseFastPath, BinaryLoopsMatchAten) {
+  for (const int64_t n : kLengths) {
+    const at::Tensor x = torch::randn({n});
+    const at::Tensor y = torch::randn({n});
+    const at::Tensor positive = x.abs() + 0.01;
+    auto run = [&](BinaryOp op, const at::Tensor& a, Params params) {
+      at::Tensor out = torch::empty_like(a);
+      ops::vec::map(op, a.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n, params);
+      return out;
+    };
+    expectClose(run(BinaryOp::kAdd, x, {1.f}), x + y, "add");
+    expectClose(run(BinaryOp::kAdd, x, {-0.3f}), x.sub(y, 0.3), "sub alpha");
+    expectClose(run(BinaryOp::kMul, x, {}), x * y, "mul");
+    expectClose(run(BinaryOp::kDiv, x, {}), x / y, "div");
+    expectClose(run(BinaryOp::kPow, positive, {}), positive.pow(y), "pow");
+    at::Tensor out = torch::empty_like(x);
+    ops::vec::map(ops::vec::TernaryOp::kMulAdd, x.data_ptr<float>(), y.data_ptr<float>(),
+                  positive.data_ptr<float>(), out.data_ptr<float>(), n);
+    expectClose(out, x * y + positive, "mul_add");
+  }
+}
+
+TEST(ElementwiseFastPath, OutputMayBeTheInput) {
+  at::Tensor x = torch::randn({1003});
+  const at::Tensor expected = mapUnary(UnaryOp::kSigmoid, x);
+  ops::vec::map(UnaryOp::kSigmoid, x.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+  EXPECT_TRUE(torch::equal(x, expected));
+}
+
+TEST(ElementwiseFastPath, UsesAtensCpuCapability) {
+  const std::string report = at::show_config();
+  EXPECT_NE(report.find(std::string("CPU capability usage: ") + ops::vec::capability()),
+            std::string::npos)
+      << "ours: " << ops::vec::capability();
+}
+
+// One aten::add node run by hand, to see which tensor it writes.
+class ElementwiseOneAddNode : public ::testing::Test {
+protected:
+  void SetUp() override {
+    torch::jit::parseIR(R"IR(
+graph(%a : Tensor, %b : Tensor):
+  %alpha : int = prim::Constant[value=1]()
+  %c : Tensor = aten::add(%a, %b, %alpha)
+  return (%c))IR",
+                        graph_.get());
+    for (const torch::jit::Node* node : graph_->nodes()) {
+      if (node->kind() == c10::aten::add) {
+        info_.node = node;
+      }
+    }
+    auto kernel = ops::Registry::global().select(info_.node, {});
+    ASSERT_TRUE(kernel.has_value());
+    ASSERT_EQ(kernel->kind, ops::KernelKind::kOutVariant);
+    info_.kernel = *kernel;
+    info_.inputs = {0, 1, 2};
+    info_.first_output = 3;
+    info_.num_outputs = 1;
+    values_[2] = int64_t{1};
+  }
+
+  const at::Tensor& run(const at::Tensor& a, const at::Tensor& b) {
+    values_[0] = a;
+    values_[1] = b;
+    ops::ProcessedNode(info_, values_.data(), &scratch_).run();
+    values_[0] = c10::IValue();
+    values_[1] = c10::IValue();
+    return values_[3].toTensor();
+  }
+
+  std::shared_ptr<torch::jit::Graph> graph_ = std::make_shared<torch::jit::Graph>();
+  ops::StaticNodeInfo info_;
+  std::array<c10::IValue, 4> values_;
+  ops::Scratch scratch_;
+};
+
+TEST_F(ElementwiseOneAddNode, KeepsMemoryWhileItFits) {
+  const at::Tensor a = torch::randn({4, 8});
+  const void* memory = run(a, a).data_ptr();
+  EXPECT_EQ(run(a, a).data_ptr(), memory); // fast path, same shape
+  const at::Tensor small = torch::randn({3, 5});
+  EXPECT_EQ(run(small, small).data_ptr(), memory); // smaller: same memory
+  EXPECT_TRUE(torch::equal(values_[3].toTensor(), small + small));
+  const at::Tensor strided = torch::randn({8, 4}).t();
+  EXPECT_EQ(run(strided, strided).data_ptr(), memory); // at::cpu::add_out into the same memory
+  EXPECT_TRUE(torch::equal(values_[3].toTensor(), strided + strided));
+  const at::Tensor large = torch::randn({64, 64});
+  EXPECT_TRUE(torch::equal(run(large, large), large + large)); // grows
+}
+
+TEST_F(ElementwiseOneAddNode, NeverOverwritesAValueInUse) {
+  const at::Tensor a = torch::randn({4, 8});
+  const at::Tensor first = run(a, a); // someone holds last run's output
+  const at::Tensor first_copy = first.clone();
+  const at::Tensor second = run(a, torch::ones({4, 8}));
+  EXPECT_NE(second.data_ptr(), first.data_ptr());
+  EXPECT_TRUE(torch::equal(first, first_copy));
+  // Last run's output as this run's input, as a loop-carried `x = x + b` feeds it.
+  values_[0] = values_[3];
+  values_[1] = torch::ones({4, 8});
+  const at::Tensor previous = values_[3].toTensor().clone();
+  ops::ProcessedNode(info_, values_.data(), &scratch_).run();
+  EXPECT_TRUE(torch::equal(values_[3].toTensor(), previous + 1));
+}
+
+TEST(ElementwiseOutputReuse, LoopCarriedValues) {
+  const std::string source = R"JIT(
+def forward(self, x, n: int):
+    for i in range(n):
+        x = torch.sigmoid(x) * 2.0 + x
+    return x
+)JIT";
+  expectMatchesJit(source, {inputs({randnFloat({2, 3}), int64_t{3}}),
+                            inputs({randnFloat({4, 3}).t(), int64_t{4}})});
+}
+
+TEST(ElementwiseOutputReuse, LoopAppendingToAList) {
+  const std::string source = R"JIT(
+def forward(self, x, n: int):
+    values: List[Tensor] = []
+    for i in range(n):
+        y = torch.relu(x * float(i))
+        values.append(y + 1)
+    return values
+)JIT";
+  expectMatchesJit(
+      source, {inputs({randnFloat({2, 3}), int64_t{3}}), inputs({randnFloat({5}), int64_t{4}})});
+}
+
+} // namespace
+} // namespace srt::testing
