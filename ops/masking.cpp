@@ -1,0 +1,71 @@
+// Masks as attention code builds them: logical_or of padding and causal masks, masked_fill of
+// scores, zeros_like for an additive mask. Out-variant kernels into last run's tensor.
+#include <cstring>
+
+#include <ATen/CPUFunctions.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Copy.h>
+
+#include "ops/fast_path.h"
+#include "ops/registry.h"
+
+namespace srt::ops {
+namespace {
+
+using torch::jit::Node;
+
+// logical_or(Tensor self, Tensor other) -> Tensor (bool)
+void logicalOr(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::Tensor& other = p.input(1).toTensor();
+  at::cpu::logical_or_out(outputTensor(p, 0, self.options().dtype(at::kBool)), self, other);
+}
+
+// masked_fill(self, mask, value) is a copy of `self` broadcast with `mask`, filled where `mask`.
+void maskedFill(ProcessedNode& p, const c10::Scalar& value) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::Tensor& mask = p.input(1).toTensor();
+  const auto sizes = at::infer_size(self.sizes(), mask.sizes());
+  at::Tensor& out = contiguousOutput(p, 0, sizes, self.options());
+  at::native::copy_(out, self.expand(sizes), /*non_blocking=*/false);
+  at::cpu::masked_fill_(out, mask, value);
+}
+
+void maskedFillScalar(ProcessedNode& p) {
+  maskedFill(p, p.input(2).toScalar());
+}
+
+void maskedFillTensor(ProcessedNode& p) {
+  const at::Tensor& value = p.input(2).toTensor();
+  TORCH_CHECK(value.dim() == 0, "masked_fill only supports a 0-dimensional value tensor, but got "
+                                "one with ", value.dim(), " dimension(s)");
+  maskedFill(p, value.item());
+}
+
+// zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None).
+// Declines anything but a dtype: other placements are not this runtime's to make.
+std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) {
+  for (size_t i = 2; i < node->inputs().size(); ++i) {
+    if (!node->input(i)->type()->cast<c10::NoneType>()) {
+      return std::nullopt;
+    }
+  }
+  return [](ProcessedNode& p) {
+    const at::Tensor& self = p.input(0).toTensor();
+    const c10::IValue& dtype = p.input(1);
+    const auto options = dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
+    at::Tensor& out = contiguousOutput(p, 0, self.sizes(), options);
+    // All-zero bits are zero for every dense dtype.
+    std::memset(out.data_ptr(), 0, out.nbytes());
+  };
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL("aten::logical_or", kOutVariant, tensorOverload<logicalOr>);
+SRT_REGISTER_KERNEL("aten::masked_fill", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"Scalar", maskedFillScalar}, {"Tensor", maskedFillTensor}});
+});
+SRT_REGISTER_KERNEL("aten::zeros_like", kOutVariant, zerosLike);
+
+} // namespace srt::ops

@@ -1,0 +1,56 @@
+// logical_or, masked_fill and zeros_like against the JIT.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+
+namespace srt::testing {
+namespace {
+
+size_t outVariantNodes(const char* source) {
+  return StaticModule(scriptModule(source)).stats().out_variant_nodes;
+}
+
+TEST(Masking, LogicalOrBroadcastsAndAcceptsNonBoolInputs) {
+  const char* source = R"JIT(
+def forward(self, a, b):
+    return torch.logical_or(a, b)
+)JIT";
+  expectMatchesJit(source, {{{torch::rand({3, 4}) > 0.5, torch::rand({4}) > 0.5}},
+                            {{torch::randint(0, 2, {2, 5}), torch::rand({2, 5}).t().t()}},
+                            {{torch::rand({0, 4}) > 0.5, torch::rand({4}) > 0.5}}});
+  EXPECT_EQ(outVariantNodes(source), 1u);
+}
+
+TEST(Masking, MaskedFillScalarAndTensorValues) {
+  const char* source = R"JIT(
+def forward(self, x, mask, fill: Tensor):
+    return x.masked_fill(mask, float("-inf")) + x.masked_fill(mask, fill)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3, 3}), torch::rand({3, 3}) > 0.5, torch::tensor(2.0)}},
+                            {{torch::randn({4, 5}).t(), torch::rand({5, 4}) > 0.3, torch::tensor(-1.0)}},
+                            {{torch::randn({1, 3}), torch::rand({2, 3}) > 0.5, torch::tensor(0.5)}}});
+  EXPECT_EQ(outVariantNodes(source), 3u);
+}
+
+TEST(Masking, ZerosLikeWithAndWithoutDtype) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.zeros_like(x), torch.zeros_like(x, dtype=7)  # 7: torch.float64
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3})}}, {{torch::randint(0, 5, {4})}},
+                            {{torch::randn({0, 2})}}});
+  EXPECT_EQ(outVariantNodes(source), 2u);
+}
+
+TEST(Masking, ZerosLikeWithADeviceFallsBack) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.zeros_like(x, device=torch.device("cpu"))
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2})}}, {{torch::randn({3, 1})}}});
+  EXPECT_EQ(outVariantNodes(source), 0u);
+}
+
+} // namespace
+} // namespace srt::testing
