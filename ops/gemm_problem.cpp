@@ -135,7 +135,9 @@ std::optional<GemmProblem> lowerBaddbmm(const at::Tensor& self, const at::Tensor
 
 at::Tensor resizeForGemm(at::Tensor& out, const GemmProblem& problem) {
   at::native::resize_(out, problem.out_sizes);
-  return out.view(problem.gemmSizes());
+  const auto gemm_sizes = problem.gemmSizes();
+  // A view costs a TensorImpl allocation: skip it in the common case of equal shapes.
+  return out.sizes() == at::IntArrayRef(gemm_sizes) ? out : out.view(gemm_sizes);
 }
 
 } // namespace srt::ops
