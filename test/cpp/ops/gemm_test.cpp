@@ -55,6 +55,7 @@ void expectAllBackendsMatchJit(const torch::jit::Module& module,
   for (GemmBackend backend : kBackends) {
     SCOPED_TRACE(std::string("gemm_backend=") + ops::toString(backend));
     const ModuleStats stats = StaticModule(module, withBackend(backend)).stats();
+    EXPECT_GE(stats.out_variant_nodes, 1u);
     for (const char* op : {"aten::linear", "aten::addmm", "aten::mm", "aten::matmul", "aten::bmm",
                            "aten::baddbmm"}) {
       EXPECT_EQ(stats.fallback_ops.count(op), 0u) << op << " runs through the JIT fallback";
