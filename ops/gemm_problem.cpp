@@ -1,7 +1,6 @@
 #include "ops/gemm_problem.h"
 
 #include <ATen/ExpandUtils.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/resize_native.h>
 
 namespace srt::ops {
