@@ -128,7 +128,8 @@ BENCHMARK(BM_AddChain_EagerAten);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  srt::bench::addStandardContext();
+  // Per-node overhead is a one-thread figure: no intra-op parallelism at these sizes.
+  srt::bench::addStandardContext(/*threads=*/1);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -22,6 +22,14 @@ struct StaticModuleOptions {
   // How the planner places managed tensors in the arena (not in PyTorch's options).
   memory::PlannerAlgorithm memory_planner = memory::PlannerAlgorithm::kGreedyBySize;
   // Which library runs linear / addmm / matmul / mm / bmm (not in PyTorch's options).
+  // oneDNN, measured with benchmarks/gemm_backends (1 thread, AVX-512 EPYC, median CPU µs of a
+  // StaticRuntime running one linear; onednn / openblas / aten):
+  //   OPENBLAS_CORETYPE=Haswell: oneDNN fastest on all 12 zoo shapes, e.g.
+  //     M=1 128->128 3.4 / 7.5 / 9.6, M=16 64->256 7.7 / 10.8 / 12.6,
+  //     M=1024 256->768 3930 / 5183 / 5312.
+  //   OPENBLAS_CORETYPE unset (OpenBLAS picks AVX-512 kernels): oneDNN 10-30% ahead from M=16 up
+  //     (M=1024 256->768 4015 / 4362 / 4392); at M=1 all within 0.5 µs of each other, and
+  //     OpenBLAS ahead for N=10, which oneDNN pads to its 64-wide blocks (M=64: 6.9 / 5.3 / 7.2).
   ops::GemmBackend gemm_backend = ops::GemmBackend::kOneDnn;
 
   // Throws c10::Error naming the offending combination.

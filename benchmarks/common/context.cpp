@@ -16,9 +16,8 @@ std::string environment(const char* name) {
 
 } // namespace
 
-void addStandardContext() {
-  const char* threads = std::getenv("SRT_BENCH_THREADS");
-  at::set_num_threads(threads ? std::atoi(threads) : 1);
+void addStandardContext(int threads) {
+  at::set_num_threads(threads);
   benchmark::AddCustomContext("intra_op_threads", std::to_string(at::get_num_threads()));
   benchmark::AddCustomContext("OPENBLAS_CORETYPE", environment("OPENBLAS_CORETYPE"));
   benchmark::AddCustomContext("OPENBLAS_L2_SIZE", environment("OPENBLAS_L2_SIZE"));

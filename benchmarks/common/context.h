@@ -3,8 +3,8 @@
 
 namespace srt::bench {
 
-// Adds thread count, OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE and torch's parallel backend to the
-// Google Benchmark context. Sets the intra-op thread count to $SRT_BENCH_THREADS (default 1).
-void addStandardContext();
+// Sets the intra-op thread count and adds it, with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, to the
+// Google Benchmark context. Call after benchmark::Initialize.
+void addStandardContext(int threads);
 
 } // namespace srt::bench

@@ -1,5 +1,5 @@
 // The differential harness over every model of the zoo (test/models/make_zoo.py), with every
-// valid combination of options.
+// valid combination of options, on every GEMM backend.
 #include <gtest/gtest.h>
 
 #include "harness/differential.h"
@@ -15,10 +15,14 @@ TEST_P(Zoo, MatchesJitWithEveryValidOptionSet) {
   torch::jit::Module module = loadZooModel(name);
   std::vector<InputSet> inputs = loadZooInputs(name);
   ASSERT_GE(inputs.size(), 2u) << name << " needs at least two input sets";
-  for (const StaticModuleOptions& options : allValidOptions()) {
-    expectMatchesJit(module, inputs, options);
-    if (HasFailure()) {
-      return; // one failing option set says enough; the rest would repeat it
+  for (ops::GemmBackend backend :
+       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
+    for (StaticModuleOptions options : allValidOptions()) {
+      options.gemm_backend = backend;
+      expectMatchesJit(module, inputs, options);
+      if (HasFailure()) {
+        return; // one failing option set says enough; the rest would repeat it
+      }
     }
   }
 }

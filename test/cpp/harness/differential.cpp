@@ -30,7 +30,8 @@ std::string describe(const StaticModuleOptions& options) {
       << ", optimize_memory=" << options.optimize_memory
       << ", manage_output_tensors=" << options.manage_output_tensors
       << ", use_copy_variants=" << options.use_copy_variants
-      << ", use_maybe_copy_variants=" << options.use_maybe_copy_variants << "}";
+      << ", use_maybe_copy_variants=" << options.use_maybe_copy_variants
+      << ", gemm_backend=" << ops::toString(options.gemm_backend) << "}";
   return out.str();
 }
 

@@ -1,0 +1,36 @@
+# The libraries behind the GEMM kernels (ops/gemm_*.cpp): oneDNN, OpenBLAS and the OpenMP runtime
+# oneDNN runs on. Each ends up as an imported target that static_runtime links PRIVATE.
+
+# Debian's dnnl-config.cmake requires the OpenCL development files (for oneDNN's GPU runtime,
+# which we do not use) and fails without them; then find the CPU library and headers directly.
+find_package(OpenCL QUIET)
+if(OpenCL_FOUND)
+  find_package(dnnl CONFIG REQUIRED)
+endif()
+if(NOT TARGET DNNL::dnnl)
+  find_library(SRT_DNNL_LIBRARY dnnl REQUIRED)
+  find_path(SRT_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+  add_library(DNNL::dnnl UNKNOWN IMPORTED)
+  set_target_properties(DNNL::dnnl PROPERTIES
+    IMPORTED_LOCATION ${SRT_DNNL_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${SRT_DNNL_INCLUDE_DIR})
+endif()
+
+# OpenBLAS's own config names its cblas.h: the plain <cblas.h> is a Debian alternative that may be
+# netlib's, which lacks openblas_set_num_threads.
+find_package(OpenBLAS CONFIG REQUIRED)
+if(NOT TARGET srt::openblas)
+  add_library(srt::openblas INTERFACE IMPORTED)
+  set_target_properties(srt::openblas PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
+endif()
+
+# Only omp_get_max_threads / omp_set_num_threads are called (ops/gemm_threads.cpp), so link the
+# runtime without compiling the project with -fopenmp. Debian's libdnnl and libtorch use libgomp.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+if(NOT TARGET srt::openmp_runtime)
+  add_library(srt::openmp_runtime INTERFACE IMPORTED)
+  set_target_properties(srt::openmp_runtime PROPERTIES
+    INTERFACE_LINK_LIBRARIES "${OpenMP_CXX_LIBRARIES}")
+endif()

@@ -1,0 +1,225 @@
+#include "ops/gemm_onednn.h"
+
+#include <memory>
+
+#include <ATen/Functions.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ops/gemm_threads.h"
+#include "ops/out_variant.h"
+#include "ops/processed_node.h"
+
+namespace srt::ops {
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// One CPU engine for the process. Engines are thread-safe (any thread may create primitives and
+// memory on it); streams are not, so each node state has its own. Leaked on purpose: packed
+// weights and node states may be destroyed after static destructors ran.
+const dnnl::engine& cpuEngine() {
+  static const auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+// The right operand in oneDNN's preferred layout, shared read-only by all runtimes of a module.
+struct PackedWeight {
+  int64_t k = 0;
+  int64_t n = 0;
+  memory::desc desc;
+  at::Tensor storage; // desc.get_size() bytes
+};
+
+// The packed layout is what the matmul implementation picks for `format_tag::any`; it depends on
+// K and N, not on M (brgemm on AVX-512 picks the same blocked layout for M = 1 ... 1024), so one
+// representative M decides it and the primitive for any other M accepts it.
+constexpr int64_t kPackingRows = 64;
+
+std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
+  const int64_t k = weight.size(0);
+  const int64_t n = weight.size(1);
+  // oneDNN takes any positive strides; a broadcast (stride 0) constant is made dense first.
+  const at::Tensor plain =
+      weight.stride(0) > 0 && weight.stride(1) > 0 ? weight : weight.contiguous();
+  const memory::desc plain_desc({k, n}, memory::data_type::f32,
+                                Dims{plain.stride(0), plain.stride(1)});
+
+  const memory::desc src({kPackingRows, k}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc dst({kPackingRows, n}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), cpuEngine());
+
+  auto packed = std::make_shared<PackedWeight>();
+  packed->k = k;
+  packed->n = n;
+  packed->desc = pd.weights_desc();
+  packed->storage = at::empty({static_cast<int64_t>(packed->desc.get_size())}, at::kByte);
+  memory from(plain_desc, cpuEngine(), plain.data_ptr());
+  memory to(packed->desc, cpuEngine(), packed->storage.data_ptr());
+  dnnl::stream stream(cpuEngine());
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  return packed;
+}
+
+// How the addend reaches the result. oneDNN's bias input is used only where its meaning is
+// unambiguous (alpha = beta = 1, one value per column); anything else is copied into the output
+// first and added back by a sum post-op scaled by beta.
+enum class AddendMode { kNone, kBias, kSum };
+
+AddendMode addendMode(const GemmProblem& problem) {
+  if (!problem.hasAddend()) {
+    return AddendMode::kNone;
+  }
+  const at::Tensor& addend = problem.addend;
+  const bool per_column = addend.dim() >= 1 && addend.dim() <= 2 && addend.numel() == problem.n() &&
+                          addend.size(-1) == problem.n() && addend.is_contiguous();
+  return per_column && problem.alpha == 1.0 && problem.beta == 1.0 ? AddendMode::kBias
+                                                                   : AddendMode::kSum;
+}
+
+// What a primitive was built for.
+struct PrimitiveKey {
+  int64_t m = -1;
+  int threads = 0;
+  double alpha = 1.0;
+  double beta = 0.0;
+  AddendMode addend = AddendMode::kNone;
+
+  bool operator==(const PrimitiveKey& o) const {
+    return m == o.m && threads == o.threads && alpha == o.alpha && beta == o.beta &&
+           addend == o.addend;
+  }
+};
+
+// One node's primitive in one runtime, with memory objects whose data handles are set per call.
+struct OneDnnGemmState final : NodeState {
+  PrimitiveKey key;
+  bool built = false;
+  // False when oneDNN has no implementation for `key`: the node then runs ATen's kernel.
+  bool supported = false;
+  dnnl::matmul primitive;
+  size_t scratchpad_bytes = 0;
+  memory src, weights, bias, dst, scratchpad;
+  dnnl::stream stream;
+};
+
+void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
+  state.key = key;
+  state.built = true;
+  state.supported = false;
+  const auto f32 = memory::data_type::f32;
+  const memory::desc src({key.m, weight.k}, f32, memory::format_tag::ab);
+  const memory::desc dst({key.m, weight.n}, f32, memory::format_tag::ab);
+  const memory::desc bias({1, weight.n}, f32, memory::format_tag::ab);
+
+  dnnl::primitive_attr attr;
+  // The scratchpad comes from the runtime's scratch memory, not from a oneDNN allocation per call.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (key.alpha != 1.0) {
+    attr.set_output_scales(0, {static_cast<float>(key.alpha)});
+  }
+  if (key.addend == AddendMode::kSum) {
+    dnnl::post_ops post_ops;
+    post_ops.append_sum(static_cast<float>(key.beta));
+    attr.set_post_ops(post_ops);
+  }
+  try {
+    const auto desc = key.addend == AddendMode::kBias
+                          ? dnnl::matmul::desc(src, weight.desc, bias, dst)
+                          : dnnl::matmul::desc(src, weight.desc, dst);
+    const dnnl::matmul::primitive_desc pd(desc, attr, cpuEngine());
+    state.primitive = dnnl::matmul(pd);
+    state.scratchpad_bytes = pd.scratchpad_desc().get_size();
+    if (state.scratchpad_bytes > 0) {
+      state.scratchpad = memory(pd.scratchpad_desc(), cpuEngine(), DNNL_MEMORY_NONE);
+    }
+  } catch (const dnnl::error&) {
+    // No implementation takes the packed layout for this M or these attributes (e.g. a CPU
+    // without the ISA the layout was chosen for): ATen runs the node.
+    return;
+  }
+  state.src = memory(src, cpuEngine(), DNNL_MEMORY_NONE);
+  state.dst = memory(dst, cpuEngine(), DNNL_MEMORY_NONE);
+  if (!state.weights) {
+    // Shared by all runtimes: oneDNN only reads a matmul's weights argument.
+    state.weights = memory(weight.desc, cpuEngine(), weight.storage.data_ptr());
+    state.bias = memory(bias, cpuEngine(), DNNL_MEMORY_NONE);
+    state.stream = dnnl::stream(cpuEngine());
+  }
+  state.supported = true;
+}
+
+void execute(OneDnnGemmState& state, ProcessedNode& p, const at::Tensor& a, const at::Tensor& bias,
+             const at::Tensor& out) {
+  state.src.set_data_handle(a.data_ptr());
+  state.dst.set_data_handle(out.data_ptr());
+  dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, state.src.get()},
+                             {DNNL_ARG_WEIGHTS, state.weights.get()},
+                             {DNNL_ARG_DST, state.dst.get()}};
+  int num_args = 3;
+  if (state.key.addend == AddendMode::kBias) {
+    state.bias.set_data_handle(bias.data_ptr());
+    args[num_args++] = {DNNL_ARG_BIAS, state.bias.get()};
+  }
+  if (state.scratchpad_bytes > 0) {
+    state.scratchpad.set_data_handle(p.scratch(state.scratchpad_bytes));
+    args[num_args++] = {DNNL_ARG_SCRATCHPAD, state.scratchpad.get()};
+  }
+  // The C call takes the arguments as an array: the C++ one wants an unordered_map per call.
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(state.primitive.get(), state.stream.get(), num_args, args),
+      "oneDNN matmul failed");
+  state.stream.wait();
+}
+
+} // namespace
+
+std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
+                                               KernelFunction aten_kernel) {
+  if (weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_cpu() ||
+      weight.numel() == 0) {
+    return std::nullopt;
+  }
+  std::shared_ptr<const PackedWeight> packed;
+  try {
+    packed = packWeight(weight);
+  } catch (const dnnl::error&) {
+    return std::nullopt; // no matmul implementation on this CPU: ATen runs the node
+  }
+  return [packed, lower, aten_kernel = std::move(aten_kernel)](ProcessedNode& p) {
+    std::optional<GemmProblem> problem = lower(p);
+    if (!problem || problem->batchDims() != 0 || problem->a.scalar_type() != at::kFloat ||
+        !problem->a.is_cpu() || problem->k() != packed->k || problem->n() != packed->n) {
+      aten_kernel(p);
+      return;
+    }
+    if (problem->m() == 0) {
+      at::Tensor& out = outputTensorLike(p, 0, problem->a);
+      resizeForGemm(out, *problem);
+      return;
+    }
+    const AddendMode mode = addendMode(*problem);
+    // beta matters only to the sum post-op; keying on it otherwise would only cause rebuilds.
+    const PrimitiveKey key{problem->m(), useAtenThreadsForOneDnn(), problem->alpha,
+                           mode == AddendMode::kSum ? problem->beta : 0.0, mode};
+    auto& state = p.state<OneDnnGemmState>();
+    if (!state.built || !(state.key == key)) {
+      build(state, key, *packed);
+    }
+    if (!state.supported) {
+      aten_kernel(p);
+      return;
+    }
+    const at::Tensor a = problem->a.contiguous();
+    at::Tensor& out = outputTensorLike(p, 0, problem->a);
+    const at::Tensor out_view = resizeForGemm(out, *problem);
+    if (key.addend == AddendMode::kSum) {
+      out_view.copy_(problem->addend);
+    }
+    execute(state, p, a, problem->addend, out_view);
+  };
+}
+
+} // namespace srt::ops

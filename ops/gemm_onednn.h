@@ -1,0 +1,26 @@
+// The oneDNN backend: a matmul primitive whose right operand, a constant weight, is reordered
+// once, when the module is built, into the blocked layout oneDNN prefers.
+#pragma once
+
+#include <optional>
+
+#include <ATen/core/Tensor.h>
+
+#include "ops/gemm_problem.h"
+#include "ops/kernel.h"
+
+namespace srt::ops {
+
+// The node's inputs as a GEMM, or std::nullopt for ATen's kernel.
+using GemmLowering = std::optional<GemmProblem> (*)(ProcessedNode&);
+
+// A kernel for a node whose GEMM right operand is always `weight` ([K, N], a constant), e.g. the
+// transposed weight of aten::linear. It runs oneDNN when the lowered problem is a 2-D float32
+// GEMM with that right operand, and `aten_kernel` otherwise (another dtype at run time, a
+// shape oneDNN has no primitive for). std::nullopt when the weight cannot be packed: not float32
+// or empty. The packed weight is shared read-only by every runtime; the primitive is per node and
+// runtime, rebuilt when M, the thread count, alpha or beta change.
+std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
+                                               KernelFunction aten_kernel);
+
+} // namespace srt::ops
