@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/CPUAllocator.h>
 
 #include "ops/processed_node.h"
 
@@ -12,6 +13,17 @@ namespace srt::ops {
 // appends to: writing into it would destroy a value still in use.
 inline bool isUniquelyOwned(const at::Tensor& tensor) {
   return tensor.use_count() == 1 && tensor.storage().use_count() == 1;
+}
+
+// An empty CPU tensor whose storage has no memory yet: at::empty({0}) would still ask the
+// allocator for zero bytes, one more allocation per fresh output before the *_out call sizes it.
+inline at::Tensor unallocatedTensor(const at::TensorOptions& options) {
+  TORCH_CHECK(options.device().is_cpu(), "out-variant kernels allocate on the CPU only");
+  auto storage = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), /*size_bytes=*/0, c10::DataPtr(nullptr, c10::kCPU),
+      c10::GetCPUAllocator(), /*resizable=*/true);
+  return at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                                  options.dtype());
 }
 
 // The node's output `i` ready to be written by an ATen `*_out` call: last run's tensor when it
@@ -30,7 +42,7 @@ inline at::Tensor& outputTensor(ProcessedNode& p, size_t i, const at::TensorOpti
       return tensor;
     }
   }
-  slot = at::empty({0}, options);
+  slot = unallocatedTensor(options);
   return slot.toTensor();
 }
 

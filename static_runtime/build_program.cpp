@@ -207,7 +207,35 @@ class ProgramBuilder {
     }
     auto kind = kernel_kind_of_.find(producer);
     return kind != kernel_kind_of_.end() && kind->second == ops::KernelKind::kOutVariant &&
-           !alias_db.mayContainAlias(const_cast<Value*>(value), graph.outputs());
+           !mayReachGraphOutput(value, graph, alias_db);
+  }
+
+  // AliasDb relates a value to what views or contains it, but not a loop's carried input to the
+  // loop's result (a zero-trip loop returns the input itself), nor a sub-block's result to the
+  // If/Loop output it becomes: follow those edges explicitly.
+  bool mayReachGraphOutput(const Value* value, torch::jit::Graph& graph,
+                           const torch::jit::AliasDb& alias_db) const {
+    if (alias_db.mayContainAlias(const_cast<Value*>(value), graph.outputs())) {
+      return true;
+    }
+    for (const torch::jit::Use& use : value->uses()) {
+      const Node* user = use.user;
+      const Node* control_flow = nullptr;
+      if (user->kind() == c10::prim::Loop || user->kind() == c10::prim::If) {
+        control_flow = user;
+      } else if (user->kind() == c10::prim::Return && user->owningBlock() != graph.block()) {
+        control_flow = user->owningBlock()->owningNode();
+      }
+      if (control_flow == nullptr) {
+        continue;
+      }
+      for (const Value* output : control_flow->outputs()) {
+        if (mayReachGraphOutput(output, graph, alias_db)) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   Program& program_;
