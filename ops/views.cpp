@@ -71,15 +71,6 @@ c10::optional<int64_t> optionalInt(const c10::IValue& value) {
   return value.isNone() ? c10::nullopt : c10::optional<int64_t>(value.toInt());
 }
 
-// dropout(input, p, train=False) is the identity: the JIT returns the input itself.
-std::optional<KernelFunction> dropoutInEval(const Node* node, const KernelOptions&) {
-  auto train = torch::jit::constant_as<bool>(node->input(2));
-  if (!train.has_value() || *train) {
-    return std::nullopt;
-  }
-  return KernelFunction([](ProcessedNode& p) { p.output(0) = p.input(0); });
-}
-
 } // namespace
 
 SRT_REGISTER_KERNEL("aten::view", kNative,
@@ -187,6 +178,5 @@ SRT_REGISTER_KERNEL("aten::unbind", kNative,
                                 }));
 SRT_REGISTER_KERNEL("aten::detach", kNative,
                     always([](ProcessedNode& p) { p.output(0) = at::native::detach(self(p)); }));
-SRT_REGISTER_KERNEL("aten::dropout", kNative, dropoutInEval);
 
 } // namespace srt::ops

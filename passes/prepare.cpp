@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/remove_dropout.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>
 
 namespace srt::passes {
@@ -24,6 +25,9 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   torch::jit::ConstantPropagation(graph);
   torch::jit::RemoveTensorMutation(graph);
   torch::jit::ConstantPropagation(graph);
+  // Eval-mode dropout is the identity; left in, its schema would tell AliasDb its output is a
+  // fresh tensor when it is the input itself.
+  torch::jit::removeDropout(graph);
   torch::jit::EliminateDeadCode(graph);
   return graph;
 }
