@@ -27,21 +27,10 @@ struct Block {
   size_t end;
 };
 
-// Largest buffers first (they are the hardest to fit later); each goes into the smallest gap,
-// between the blocks already placed that are live at the same time, that holds it; lowest
-// offset breaks ties; with no such gap, above the highest of them.
-MemoryPlan planGreedyBySize(const std::vector<Lifetime>& lifetimes) {
-  std::vector<size_t> order(lifetimes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const size_t a_bytes = alignUp(lifetimes[a].bytes);
-    const size_t b_bytes = alignUp(lifetimes[b].bytes);
-    if (a_bytes != b_bytes) {
-      return a_bytes > b_bytes;
-    }
-    return lifetimes[a].last - lifetimes[a].first > lifetimes[b].last - lifetimes[b].first;
-  });
-
+// Places buffers in `order`: each into the smallest gap, between the blocks already placed that
+// are live at the same time, that holds it; lowest offset breaks ties; with no such gap, above
+// the highest of them.
+MemoryPlan placeInOrder(const std::vector<Lifetime>& lifetimes, const std::vector<size_t>& order) {
   MemoryPlan plan{PlannerAlgorithm::kGreedyBySize, std::vector<size_t>(lifetimes.size(), 0), 0};
   std::vector<size_t> placed;
   std::vector<Block> conflicts;
@@ -50,7 +39,8 @@ MemoryPlan planGreedyBySize(const std::vector<Lifetime>& lifetimes) {
     conflicts.clear();
     for (size_t other : placed) {
       if (overlapInTime(lifetimes[index], lifetimes[other])) {
-        conflicts.push_back({plan.offsets[other], plan.offsets[other] + alignUp(lifetimes[other].bytes)});
+        conflicts.push_back(
+            {plan.offsets[other], plan.offsets[other] + alignUp(lifetimes[other].bytes)});
       }
     }
     std::sort(conflicts.begin(), conflicts.end(),
@@ -74,6 +64,29 @@ MemoryPlan planGreedyBySize(const std::vector<Lifetime>& lifetimes) {
     placed.push_back(index);
   }
   return plan;
+}
+
+// Largest buffers first (they are the hardest to fit later). A slightly larger buffer placed
+// first can fragment a chain of equal ones (DeepAndWide: 1632 bytes before three 1600-byte
+// buffers gave 1.46x the lower bound); placing in program order packs such chains, so both
+// orders are tried and the smaller arena kept. Planning runs once per new shape, not per run.
+MemoryPlan planGreedyBySize(const std::vector<Lifetime>& lifetimes) {
+  std::vector<size_t> by_size(lifetimes.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::vector<size_t> by_first_use = by_size;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    const size_t a_bytes = alignUp(lifetimes[a].bytes);
+    const size_t b_bytes = alignUp(lifetimes[b].bytes);
+    if (a_bytes != b_bytes) {
+      return a_bytes > b_bytes;
+    }
+    return lifetimes[a].last - lifetimes[a].first > lifetimes[b].last - lifetimes[b].first;
+  });
+  std::stable_sort(by_first_use.begin(), by_first_use.end(),
+                   [&](size_t a, size_t b) { return lifetimes[a].first < lifetimes[b].first; });
+  MemoryPlan largest_first = placeInOrder(lifetimes, by_size);
+  MemoryPlan program_order = placeInOrder(lifetimes, by_first_use);
+  return program_order.arena_bytes < largest_first.arena_bytes ? program_order : largest_first;
 }
 
 } // namespace

@@ -24,7 +24,8 @@ struct Lifetime {
 
 enum class PlannerAlgorithm {
   kNaive,        // every buffer its own slot: the baseline
-  kGreedyBySize, // largest first, each into the best-fitting gap among buffers live at once
+  kGreedyBySize, // largest first (and, if smaller, program order), each into the best-fitting
+                 // gap among buffers live at once
 };
 
 const char* toString(PlannerAlgorithm algorithm);
