@@ -98,14 +98,14 @@ void registerShape(const Shape& shape) {
 
 double microsecondsPer(benchmark::TimeUnit unit) {
   switch (unit) {
-    case benchmark::kNanosecond:
-      return 1e-3;
-    case benchmark::kMicrosecond:
-      return 1.0;
-    case benchmark::kMillisecond:
-      return 1e3;
-    case benchmark::kSecond:
-      return 1e6;
+  case benchmark::kNanosecond:
+    return 1e-3;
+  case benchmark::kMicrosecond:
+    return 1.0;
+  case benchmark::kMillisecond:
+    return 1e3;
+  case benchmark::kSecond:
+    return 1e6;
   }
   return 1.0;
 }
@@ -114,7 +114,7 @@ double microsecondsPer(benchmark::TimeUnit unit) {
 // At one thread the table shows CPU time: the process is single-threaded then, and CPU time leaves
 // out the time a shared machine gives to other processes, which wall time includes.
 class MedianTable : public benchmark::ConsoleReporter {
- public:
+public:
   explicit MedianTable(bool cpu_time) : cpu_time_(cpu_time) {}
 
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -167,7 +167,7 @@ class MedianTable : public benchmark::ConsoleReporter {
     }
   }
 
- private:
+private:
   bool cpu_time_;
   std::vector<std::string> rows_;
   std::map<std::string, std::map<std::string, double>> table_;

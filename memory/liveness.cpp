@@ -12,7 +12,7 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 class LifetimeAnalysis {
- public:
+public:
   LifetimeAnalysis(const torch::jit::Graph& graph, const torch::jit::AliasDb& alias_db)
       : alias_db_(alias_db) {
     size_t step = 0;
@@ -28,7 +28,7 @@ class LifetimeAnalysis {
     return {value, stepOf(value->node()), lastUse(value)};
   }
 
- private:
+private:
   // The step of the top-level node that holds `node` (itself, or the If/Loop around it).
   size_t stepOf(const Node* node) const {
     while (step_of_.count(node) == 0) {

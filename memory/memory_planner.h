@@ -30,7 +30,7 @@ struct ManagedTensor {
 // again with the larger size, never a smaller one, so shapes that alternate settle quickly.
 // Not thread-safe: one per runtime. The value table passed in must be the runtime's.
 class MemoryPlanner {
- public:
+public:
   MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm);
 
   // Before a run: point every managed tensor that exists into the arena.
@@ -47,7 +47,7 @@ class MemoryPlanner {
   PlannerAlgorithm algorithm() const { return algorithm_; }
   std::string dump() const;
 
- private:
+private:
   void replan();
   std::vector<Lifetime> lifetimes() const;
 

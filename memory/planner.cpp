@@ -93,20 +93,20 @@ MemoryPlan planGreedyBySize(const std::vector<Lifetime>& lifetimes) {
 
 const char* toString(PlannerAlgorithm algorithm) {
   switch (algorithm) {
-    case PlannerAlgorithm::kNaive:
-      return "naive";
-    case PlannerAlgorithm::kGreedyBySize:
-      return "greedy_by_size";
+  case PlannerAlgorithm::kNaive:
+    return "naive";
+  case PlannerAlgorithm::kGreedyBySize:
+    return "greedy_by_size";
   }
   return "unknown";
 }
 
 MemoryPlan planMemory(const std::vector<Lifetime>& lifetimes, PlannerAlgorithm algorithm) {
   switch (algorithm) {
-    case PlannerAlgorithm::kNaive:
-      return planNaive(lifetimes);
-    case PlannerAlgorithm::kGreedyBySize:
-      return planGreedyBySize(lifetimes);
+  case PlannerAlgorithm::kNaive:
+    return planNaive(lifetimes);
+  case PlannerAlgorithm::kGreedyBySize:
+    return planGreedyBySize(lifetimes);
   }
   return planNaive(lifetimes);
 }
@@ -154,8 +154,8 @@ std::string verifyPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan&
       if (overlap_in_bytes && overlapInTime(lifetimes[i], lifetimes[j])) {
         problem << "buffers " << i << " [" << plan.offsets[i] << ", " << end << ") steps "
                 << lifetimes[i].first << ".." << lifetimes[i].last << " and " << j << " ["
-                << plan.offsets[j] << ", " << other_end << ") steps " << lifetimes[j].first
-                << ".." << lifetimes[j].last << " overlap in time and bytes";
+                << plan.offsets[j] << ", " << other_end << ") steps " << lifetimes[j].first << ".."
+                << lifetimes[j].last << " overlap in time and bytes";
         return problem.str();
       }
     }
@@ -169,8 +169,9 @@ std::string dumpPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan& p
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return plan.offsets[a] < plan.offsets[b]; });
   std::ostringstream out;
-  out << "memory plan (" << toString(plan.algorithm) << "): " << lifetimes.size() << " buffers, arena "
-      << plan.arena_bytes << " bytes, lower bound " << lowerBound(lifetimes) << " bytes\n";
+  out << "memory plan (" << toString(plan.algorithm) << "): " << lifetimes.size()
+      << " buffers, arena " << plan.arena_bytes << " bytes, lower bound " << lowerBound(lifetimes)
+      << " bytes\n";
   out << "  buffer      offset        bytes   steps\n";
   for (size_t i : order) {
     out << "  " << std::setw(6) << i << "  " << std::setw(10) << plan.offsets[i] << "  "

@@ -74,8 +74,8 @@ void tupleIndex(ProcessedNode& p) {
   const auto& elements = p.input(0).toTupleRef().elements();
   const int64_t size = static_cast<int64_t>(elements.size());
   int64_t index = p.input(1).toInt();
-  TORCH_CHECK(index >= -size && index < size, "tuple index ", index, " out of range for a tuple of ",
-              size, " elements");
+  TORCH_CHECK(index >= -size && index < size, "tuple index ", index,
+              " out of range for a tuple of ", size, " elements");
   p.output(0) = elements[index < 0 ? index + size : index];
 }
 

@@ -65,9 +65,10 @@ void raiseException(ProcessedNode& p) {
 
 } // namespace
 
-SRT_REGISTER_KERNEL("prim::RaiseException", kNative, [](const torch::jit::Node*, const KernelOptions&) {
-  return std::optional<KernelFunction>(raiseException);
-});
+SRT_REGISTER_KERNEL("prim::RaiseException", kNative,
+                    [](const torch::jit::Node*, const KernelOptions&) {
+                      return std::optional<KernelFunction>(raiseException);
+                    });
 
 SRT_REGISTER_KERNEL("prim::If", kNative, [](const torch::jit::Node*, const KernelOptions&) {
   return std::optional<KernelFunction>(runIf);

@@ -130,15 +130,15 @@ std::optional<KernelFunction> onednnKernel(const GemmOp& op, const Node* node) {
 KernelFunction backendKernel(const GemmOp& op, const Node* node, const KernelOptions& options) {
   if (mayBeFloat32(node)) {
     switch (options.gemm_backend) {
-      case GemmBackend::kOneDnn:
-        if (auto kernel = onednnKernel(op, node)) {
-          return std::move(*kernel);
-        }
-        break;
-      case GemmBackend::kOpenBlas:
-        return openblasKernel(op);
-      case GemmBackend::kAten:
-        break;
+    case GemmBackend::kOneDnn:
+      if (auto kernel = onednnKernel(op, node)) {
+        return std::move(*kernel);
+      }
+      break;
+    case GemmBackend::kOpenBlas:
+      return openblasKernel(op);
+    case GemmBackend::kAten:
+      break;
     }
   }
   return op.aten;

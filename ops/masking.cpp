@@ -37,8 +37,10 @@ void maskedFillScalar(ProcessedNode& p) {
 
 void maskedFillTensor(ProcessedNode& p) {
   const at::Tensor& value = p.input(2).toTensor();
-  TORCH_CHECK(value.dim() == 0, "masked_fill only supports a 0-dimensional value tensor, but got "
-                                "one with ", value.dim(), " dimension(s)");
+  TORCH_CHECK(value.dim() == 0,
+              "masked_fill only supports a 0-dimensional value tensor, but got "
+              "one with ",
+              value.dim(), " dimension(s)");
   maskedFill(p, value.item());
 }
 
@@ -53,7 +55,8 @@ std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) 
   return [](ProcessedNode& p) {
     const at::Tensor& self = p.input(0).toTensor();
     const c10::IValue& dtype = p.input(1);
-    const auto options = dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
+    const auto options =
+        dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
     at::Tensor& out = contiguousOutput(p, 0, self.sizes(), options);
     // All-zero bits are zero for every dense dtype.
     std::memset(out.data_ptr(), 0, out.nbytes());

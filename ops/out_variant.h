@@ -22,8 +22,8 @@ inline at::Tensor unallocatedTensor(const at::TensorOptions& options) {
   auto storage = c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), /*size_bytes=*/0, c10::DataPtr(nullptr, c10::kCPU),
       c10::GetCPUAllocator(), /*resizable=*/true);
-  return at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
-                                                  options.dtype());
+  return at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), options.dtype());
 }
 
 // The node's output `i` ready to be written by an ATen `*_out` call: last run's tensor when it

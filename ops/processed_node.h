@@ -33,7 +33,7 @@ struct StaticNodeInfo {
 // A node's sub-block, run by the runtime that owns the ProcessedNode. Control-flow kernels use it
 // without knowing how the runtime keeps its values.
 class SubBlock {
- public:
+public:
   virtual ~SubBlock() = default;
   virtual size_t numInputs() const = 0;
   virtual size_t numOutputs() const = 0;
@@ -47,14 +47,14 @@ class SubBlock {
 // Mutable per-runtime state a kernel keeps for its node (e.g. a oneDNN primitive built for the
 // last input shape). Kernels are shared by all runtimes, so such state cannot live in the kernel.
 class NodeState {
- public:
+public:
   virtual ~NodeState() = default;
 };
 
 // One node of one runtime. Cheap to construct; holds no copies of values, only the addresses of
 // the runtime's value table and scratch memory, which must outlive it.
 class ProcessedNode {
- public:
+public:
   ProcessedNode(const StaticNodeInfo& info, c10::IValue* values, Scratch* scratch)
       : info_(&info), values_(values), scratch_(scratch) {}
 
@@ -69,8 +69,7 @@ class ProcessedNode {
   void run() { info_->kernel.run(*this); }
 
   // This node's state of type T, created empty on first use. A kernel uses one type only.
-  template <typename T>
-  T& state() {
+  template <typename T> T& state() {
     if (!state_) {
       state_ = std::make_unique<T>();
     }
@@ -86,7 +85,7 @@ class ProcessedNode {
     sub_blocks_ = std::move(blocks);
   }
 
- private:
+private:
   const StaticNodeInfo* info_;
   c10::IValue* values_;
   Scratch* scratch_;

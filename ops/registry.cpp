@@ -6,12 +6,12 @@ namespace srt::ops {
 
 const char* toString(KernelKind kind) {
   switch (kind) {
-    case KernelKind::kOutVariant:
-      return "out_variant";
-    case KernelKind::kNative:
-      return "native";
-    case KernelKind::kFallback:
-      return "fallback";
+  case KernelKind::kOutVariant:
+    return "out_variant";
+  case KernelKind::kNative:
+    return "native";
+  case KernelKind::kFallback:
+    return "fallback";
   }
   return "unknown";
 }
@@ -29,12 +29,12 @@ void Registry::add(const char* qualified_op_name, KernelKind kind, KernelFactory
 
 const char* toString(GemmBackend backend) {
   switch (backend) {
-    case GemmBackend::kOneDnn:
-      return "onednn";
-    case GemmBackend::kOpenBlas:
-      return "openblas";
-    case GemmBackend::kAten:
-      return "aten";
+  case GemmBackend::kOneDnn:
+    return "onednn";
+  case GemmBackend::kOpenBlas:
+    return "openblas";
+  case GemmBackend::kAten:
+    return "aten";
   }
   return "unknown";
 }

@@ -25,7 +25,7 @@ using KernelFactory =
     std::function<std::optional<KernelFunction>(const torch::jit::Node*, const KernelOptions&)>;
 
 class Registry {
- public:
+public:
   static Registry& global();
 
   void add(const char* qualified_op_name, KernelKind kind, KernelFactory factory);
@@ -37,7 +37,7 @@ class Registry {
   // True when some factory or the fallback could run this node kind.
   bool knows(const torch::jit::Node* node) const;
 
- private:
+private:
   struct Entry {
     KernelKind kind;
     KernelFactory factory;
@@ -64,6 +64,6 @@ struct Registrar {
 // Registers a kernel factory for an operator, in the file that implements the kernel:
 //   SRT_REGISTER_KERNEL("aten::relu", kOutVariant,
 //                       [](const Node* n, const KernelOptions&) -> std::optional<...> {...});
-#define SRT_REGISTER_KERNEL(op_name, kind, factory)                                          \
-  static const ::srt::ops::detail::Registrar SRT_CONCAT(srt_kernel_registrar_, __COUNTER__)( \
+#define SRT_REGISTER_KERNEL(op_name, kind, factory)                                                \
+  static const ::srt::ops::detail::Registrar SRT_CONCAT(srt_kernel_registrar_, __COUNTER__)(       \
       op_name, ::srt::ops::KernelKind::kind, factory)

@@ -9,14 +9,15 @@ namespace srt::ops {
 // Grow-only, 64-byte aligned. Nodes of one runtime run one at a time, so they share it; what a
 // kernel writes there is garbage once the kernel returns. (The memory planner takes this over.)
 class Scratch {
- public:
+public:
   static constexpr size_t kAlignment = 64;
 
   // At least `bytes` bytes, valid until the next call.
   void* get(size_t bytes) {
     if (bytes > capacity_) {
       const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-      buffer_.reset(static_cast<std::byte*>(::operator new[](rounded, std::align_val_t{kAlignment})));
+      buffer_.reset(
+          static_cast<std::byte*>(::operator new[](rounded, std::align_val_t{kAlignment})));
       capacity_ = rounded;
     }
     return buffer_.get();
@@ -24,7 +25,7 @@ class Scratch {
 
   size_t capacity() const { return capacity_; }
 
- private:
+private:
   struct AlignedDelete {
     void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlignment}); }
   };

@@ -47,8 +47,7 @@ void collectUnknownOperators(const torch::jit::Block* block, std::ostringstream&
   }
 }
 
-void collectUnsupported(const torch::jit::Block* block, std::ostringstream& report,
-                        size_t& count) {
+void collectUnsupported(const torch::jit::Block* block, std::ostringstream& report, size_t& count) {
   for (const torch::jit::Node* node : block->nodes()) {
     if (node->kind() == c10::prim::Constant) {
       continue;

@@ -40,8 +40,7 @@ constexpr OptionField kOptionFields[] = {
 };
 
 // Options whose value is one of a few names (C++ enums); each enum has a toString.
-template <typename Enum>
-struct ChoiceOption {
+template <typename Enum> struct ChoiceOption {
   const char* name;
   Enum StaticModuleOptions::*field;
   std::vector<Enum> choices;
@@ -69,8 +68,8 @@ struct ChoiceOption {
   }
 };
 
-using ops::toString;
 using memory::toString;
+using ops::toString;
 
 const ChoiceOption<ops::GemmBackend> kGemmBackendOption{
     "gemm_backend",

@@ -11,7 +11,7 @@ namespace srt {
 // Per-runtime state of one block. Built once per runtime; sub-blocks of prim::If / prim::Loop
 // nodes get BlockRunners of their own. `program` and `values` must outlive the runner.
 class BlockRunner final : public ops::SubBlock {
- public:
+public:
   BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
               ops::Scratch* scratch);
 
@@ -23,7 +23,7 @@ class BlockRunner final : public ops::SubBlock {
   // Runs every node in order; an error names the failing node (see NodeError).
   void run() override;
 
- private:
+private:
   const BlockInfo& info_;
   c10::IValue* values_;
   std::vector<ops::ProcessedNode> nodes_;

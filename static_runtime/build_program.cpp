@@ -19,11 +19,10 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 class ProgramBuilder {
- public:
+public:
   ProgramBuilder(Program& program, const StaticModuleOptions& options)
       : program_(program),
-        options_(options),
-        kernel_options_{options.enable_out_variant, options.gemm_backend} {}
+        options_(options), kernel_options_{options.enable_out_variant, options.gemm_backend} {}
 
   void build(const std::shared_ptr<torch::jit::Graph>& graph) {
     for (const Value* input : graph->inputs()) {
@@ -37,7 +36,7 @@ class ProgramBuilder {
     collectValuesToReset(graph);
   }
 
- private:
+private:
   ops::ValueIndex assign(const Value* value) {
     index_of_[value] = next_index_;
     return next_index_++;
@@ -263,16 +262,16 @@ ModuleStats countKernels(const Program& program) {
     for (const ops::StaticNodeInfo& node : block.nodes) {
       ++stats.nodes;
       switch (node.kernel.kind) {
-        case ops::KernelKind::kOutVariant:
-          ++stats.out_variant_nodes;
-          break;
-        case ops::KernelKind::kNative:
-          ++stats.native_nodes;
-          break;
-        case ops::KernelKind::kFallback:
-          ++stats.fallback_nodes;
-          ++stats.fallback_ops[node.node->kind().toQualString()];
-          break;
+      case ops::KernelKind::kOutVariant:
+        ++stats.out_variant_nodes;
+        break;
+      case ops::KernelKind::kNative:
+        ++stats.native_nodes;
+        break;
+      case ops::KernelKind::kFallback:
+        ++stats.fallback_nodes;
+        ++stats.fallback_ops[node.node->kind().toQualString()];
+        break;
       }
     }
   }

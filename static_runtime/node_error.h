@@ -12,7 +12,7 @@ class Node;
 namespace srt {
 
 class NodeError : public c10::Error {
- public:
+public:
   NodeError(const torch::jit::Node* node, const std::string& kernel_message);
 };
 

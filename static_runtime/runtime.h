@@ -21,7 +21,7 @@ class StaticModule;
 // Not thread-safe: one thread uses a runtime at a time (StaticModule::operator() hands each caller
 // its own). Creating one does no graph work: it sizes the value table and builds node wrappers.
 class StaticRuntime {
- public:
+public:
   // `module` must outlive the runtime.
   explicit StaticRuntime(const StaticModule& module);
   ~StaticRuntime();
@@ -49,7 +49,7 @@ class StaticRuntime {
   // error. A no-op otherwise.
   void deallocateOutputTensors();
 
- private:
+private:
   c10::IValue takeOutputs();
   // Drops inputs and every intermediate but reusable out-variant outputs, so nothing of the
   // caller's is kept alive between runs.

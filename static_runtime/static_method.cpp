@@ -10,8 +10,7 @@ StaticMethod::StaticMethod(std::shared_ptr<const StaticModule> module)
   name_ = module_->schema().name();
 }
 
-c10::IValue StaticMethod::operator()(std::vector<c10::IValue> args,
-                                     const IValueMap& kwargs) const {
+c10::IValue StaticMethod::operator()(std::vector<c10::IValue> args, const IValueMap& kwargs) const {
   return (*module_)(std::move(args), kwargs);
 }
 

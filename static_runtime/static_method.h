@@ -11,7 +11,7 @@ namespace srt {
 class StaticModule;
 
 class StaticMethod : public torch::IMethod {
- public:
+public:
   // Shares ownership of the module; calls are thread-safe like StaticModule::operator().
   explicit StaticMethod(std::shared_ptr<const StaticModule> module);
 
@@ -19,10 +19,10 @@ class StaticMethod : public torch::IMethod {
                          const IValueMap& kwargs = IValueMap()) const override;
   const std::string& name() const override;
 
- protected:
+protected:
   void setArgumentNames(std::vector<std::string>& argument_names) const override;
 
- private:
+private:
   std::shared_ptr<const StaticModule> module_;
   std::string name_;
 };

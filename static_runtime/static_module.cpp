@@ -34,9 +34,7 @@ StaticModule::StaticModule(const std::shared_ptr<torch::jit::Graph>& graph,
     : StaticModule(prepareChecked(graph, options), options) {}
 
 StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options)
-    : options_(options),
-      graph_(std::move(prepared.graph)),
-      schema_(std::move(prepared.schema)),
+    : options_(options), graph_(std::move(prepared.graph)), schema_(std::move(prepared.schema)),
       program_(buildProgram(graph_, options_)) {}
 
 StaticModule::~StaticModule() = default;

@@ -29,7 +29,7 @@ class StaticRuntime;
 // Immutable after construction and shared by every thread. Runtimes created from it hold a
 // reference to it: the module must outlive them.
 class StaticModule {
- public:
+public:
   // Freezes (on a copy, in eval mode) when `module` is not frozen yet, then prepares `forward`.
   explicit StaticModule(const torch::jit::Module& module, StaticModuleOptions options = {});
   // A free-standing graph whose inputs are the arguments (no `self`).
@@ -56,7 +56,7 @@ class StaticModule {
   const Program& program() const { return program_; }
   [[nodiscard]] ModuleStats stats() const;
 
- private:
+private:
   StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options);
 
   std::unique_ptr<StaticRuntime> acquireRuntime() const;

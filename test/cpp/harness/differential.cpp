@@ -98,8 +98,8 @@ std::string compareSequences(const Elements& expected, const Elements& actual, d
            std::to_string(expected.size());
   }
   for (size_t i = 0; i < expected.size(); ++i) {
-    std::string difference = compareIValues(expected[i], actual[i], tolerance,
-                                            path + "[" + std::to_string(i) + "]");
+    std::string difference =
+        compareIValues(expected[i], actual[i], tolerance, path + "[" + std::to_string(i) + "]");
     if (!difference.empty()) {
       return difference;
     }
@@ -109,8 +109,8 @@ std::string compareSequences(const Elements& expected, const Elements& actual, d
 
 } // namespace
 
-std::string compareIValues(const c10::IValue& expected, const c10::IValue& actual,
-                           double tolerance, const std::string& path) {
+std::string compareIValues(const c10::IValue& expected, const c10::IValue& actual, double tolerance,
+                           const std::string& path) {
   if (expected.tagKind() != actual.tagKind()) {
     return path + ": a " + actual.tagKind() + ", expected a " + expected.tagKind();
   }
@@ -149,7 +149,8 @@ std::string compareIValues(const c10::IValue& expected, const c10::IValue& actua
                ? ""
                : path + ": " + c10::str(actual) + ", expected " + c10::str(expected);
   }
-  return expected == actual ? "" : path + ": " + c10::str(actual) + ", expected " + c10::str(expected);
+  return expected == actual ? ""
+                            : path + ": " + c10::str(actual) + ", expected " + c10::str(expected);
 }
 
 torch::jit::Module scriptModule(const std::string& source) {

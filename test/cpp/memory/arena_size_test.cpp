@@ -23,8 +23,8 @@ TEST_P(ArenaSize, GreedyArenaIsWithinTenPercentOfTheLowerBound) {
   const ModuleStats stats = runtime.stats();
   RecordProperty("managed_bytes", std::to_string(stats.managed_bytes));
   RecordProperty("lower_bound_bytes", std::to_string(stats.managed_lower_bound_bytes));
-  EXPECT_LE(stats.managed_bytes, stats.managed_lower_bound_bytes * 11 / 10)
-      << name << "\n" << runtime.memoryPlan();
+  EXPECT_LE(stats.managed_bytes, stats.managed_lower_bound_bytes * 11 / 10) << name << "\n"
+                                                                            << runtime.memoryPlan();
   EXPECT_EQ(stats.memory_planner, "greedy_by_size");
 }
 

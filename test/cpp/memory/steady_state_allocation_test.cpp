@@ -11,7 +11,7 @@ namespace srt::testing {
 namespace {
 
 class CountingAllocator final : public c10::Allocator {
- public:
+public:
   explicit CountingAllocator(c10::Allocator* wrapped) : wrapped_(wrapped) {}
   c10::DataPtr allocate(size_t bytes) const override {
     allocations_.fetch_add(1);
@@ -20,23 +20,21 @@ class CountingAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return wrapped_->raw_deleter(); }
   size_t allocations() const { return allocations_.load(); }
 
- private:
+private:
   c10::Allocator* wrapped_;
   mutable std::atomic<size_t> allocations_{0};
 };
 
 // Installs the counter for the test's duration and puts the original back.
 class AllocationCounter {
- public:
+public:
   AllocationCounter() : original_(c10::GetCPUAllocator()), counting_(original_) {
     c10::SetCPUAllocator(&counting_, /*priority=*/std::numeric_limits<uint8_t>::max());
   }
-  ~AllocationCounter() {
-    c10::SetCPUAllocator(original_, std::numeric_limits<uint8_t>::max());
-  }
+  ~AllocationCounter() { c10::SetCPUAllocator(original_, std::numeric_limits<uint8_t>::max()); }
   size_t allocations() const { return counting_.allocations(); }
 
- private:
+private:
   c10::Allocator* original_;
   CountingAllocator counting_;
 };

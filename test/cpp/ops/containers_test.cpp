@@ -8,7 +8,8 @@ namespace srt::testing {
 namespace {
 
 TEST(Containers, ConstructAndUnpack) {
-  expectMatchesJit(R"JIT(
+  expectMatchesJit(
+      R"JIT(
 def forward(self, x, y):
     pair = (x, y)
     a, b = pair
@@ -17,7 +18,7 @@ def forward(self, x, y):
     table = {"sum": third, "x": first}
     return (table, items, pair[1], second)
 )JIT",
-                   {{{torch::randn({2}), torch::randn({2})}}, {{torch::randn({3, 1}), torch::randn({3, 1})}}});
+      {{{torch::randn({2}), torch::randn({2})}}, {{torch::randn({3, 1}), torch::randn({3, 1})}}});
 }
 
 TEST(Containers, NativeKernelsAreUsed) {
@@ -33,12 +34,13 @@ def forward(self, x):
 }
 
 TEST(Containers, TupleIndexWithNegativeIndex) {
-  expectMatchesJit(R"JIT(
+  expectMatchesJit(
+      R"JIT(
 def forward(self, x, y):
     t = (x, y, x * y)
     return t[-1] + t[0]
 )JIT",
-                   {{{torch::randn({2}), torch::randn({2})}}, {{torch::randn({1, 4}), torch::randn({1, 4})}}});
+      {{{torch::randn({2}), torch::randn({2})}}, {{torch::randn({1, 4}), torch::randn({1, 4})}}});
 }
 
 } // namespace

@@ -61,9 +61,8 @@ def forward(self, x):
 
 TEST(ConvPool, InvalidMaxPoolArgumentsAreErrors) {
   for (const char* arguments : {"x, 5", "x, 2, 0", "x, [2, 2, 2]", "x, 2, 2, 2", "x, 2, 2, 0, 0"}) {
-    StaticModule module(
-        scriptModule(std::string("\ndef forward(self, x):\n    return torch.max_pool2d(") +
-                     arguments + ")\n"));
+    StaticModule module(scriptModule(
+        std::string("\ndef forward(self, x):\n    return torch.max_pool2d(") + arguments + ")\n"));
     EXPECT_THROW(module({torch::randn({1, 2, 4, 4})}), c10::Error) << arguments;
     EXPECT_THROW(module({torch::randn({2, 4, 4})}), c10::Error) << arguments;
   }

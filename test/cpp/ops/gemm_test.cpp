@@ -71,7 +71,7 @@ at::Tensor randn(at::IntArrayRef sizes, at::ScalarType dtype = at::kFloat) {
 // Runs the first node of a module's program directly, as a runtime does, so a test can watch the
 // node's output tensor across runs (a runtime hands graph outputs to the caller instead).
 class SingleNode {
- public:
+public:
   explicit SingleNode(const StaticModule& module)
       : program_(module.program()), values_(program_.num_values) {
     std::copy(program_.constants.begin(), program_.constants.end(),
@@ -95,7 +95,7 @@ class SingleNode {
     return node_->output(0).toTensor();
   }
 
- private:
+private:
   const Program& program_;
   std::vector<c10::IValue> values_;
   ops::Scratch scratch_;

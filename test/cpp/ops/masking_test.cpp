@@ -27,9 +27,10 @@ TEST(Masking, MaskedFillScalarAndTensorValues) {
 def forward(self, x, mask, fill: Tensor):
     return x.masked_fill(mask, float("-inf")) + x.masked_fill(mask, fill)
 )JIT";
-  expectMatchesJit(source, {{{torch::randn({2, 3, 3}), torch::rand({3, 3}) > 0.5, torch::tensor(2.0)}},
-                            {{torch::randn({4, 5}).t(), torch::rand({5, 4}) > 0.3, torch::tensor(-1.0)}},
-                            {{torch::randn({1, 3}), torch::rand({2, 3}) > 0.5, torch::tensor(0.5)}}});
+  expectMatchesJit(source,
+                   {{{torch::randn({2, 3, 3}), torch::rand({3, 3}) > 0.5, torch::tensor(2.0)}},
+                    {{torch::randn({4, 5}).t(), torch::rand({5, 4}) > 0.3, torch::tensor(-1.0)}},
+                    {{torch::randn({1, 3}), torch::rand({2, 3}) > 0.5, torch::tensor(0.5)}}});
   EXPECT_EQ(outVariantNodes(source), 3u);
 }
 
@@ -38,8 +39,8 @@ TEST(Masking, ZerosLikeWithAndWithoutDtype) {
 def forward(self, x):
     return torch.zeros_like(x), torch.zeros_like(x, dtype=7)  # 7: torch.float64
 )JIT";
-  expectMatchesJit(source, {{{torch::randn({2, 3})}}, {{torch::randint(0, 5, {4})}},
-                            {{torch::randn({0, 2})}}});
+  expectMatchesJit(
+      source, {{{torch::randn({2, 3})}}, {{torch::randint(0, 5, {4})}}, {{torch::randn({0, 2})}}});
   EXPECT_EQ(outVariantNodes(source), 2u);
 }
 

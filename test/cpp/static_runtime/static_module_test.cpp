@@ -31,8 +31,8 @@ TEST(StaticModule, ReturnsTheSameStructureAsForward) {
 }
 
 TEST(StaticModule, ReturnsInputsAndDuplicatedOutputsAsValues) {
-  expectMatchesJit(scripts::kInputReturnedDirectly,
-                   {{{torch::randn({2}), torch::randn({2})}}, {{torch::randn({3}), torch::randn({3})}}});
+  expectMatchesJit(scripts::kInputReturnedDirectly, {{{torch::randn({2}), torch::randn({2})}},
+                                                     {{torch::randn({3}), torch::randn({3})}}});
 }
 
 TEST(StaticModule, BranchesOnInputValues) {
@@ -41,14 +41,15 @@ TEST(StaticModule, BranchesOnInputValues) {
 }
 
 TEST(StaticModule, LoopsOnInputValues) {
-  expectMatchesJit(scripts::kLoopOnValue, {{{torch::randn({2}), 0}},
-                                           {{torch::randn({3, 3}), 4}},
-                                           {{torch::randn({1}), 7}}});
+  expectMatchesJit(
+      scripts::kLoopOnValue,
+      {{{torch::randn({2}), 0}}, {{torch::randn({3, 3}), 4}}, {{torch::randn({1}), 7}}});
 }
 
 TEST(StaticModule, RunsNestedControlFlow) {
-  expectMatchesJit(scripts::kNestedControlFlow,
-                   {{{torch::randn({3}), 5}}, {{torch::randn({2, 2}), 0}}, {{torch::randn({4}), 1}}});
+  expectMatchesJit(
+      scripts::kNestedControlFlow,
+      {{{torch::randn({3}), 5}}, {{torch::randn({2, 2}), 0}}, {{torch::randn({4}), 1}}});
 }
 
 TEST(StaticModule, RunsUserInPlaceCode) {
@@ -89,7 +90,7 @@ void expectErrorContaining(Call&& call, std::initializer_list<const char*> fragm
 }
 
 class StaticModuleErrors : public ::testing::Test {
- protected:
+protected:
   // After every error, the same runtime and module must still give correct results.
   void expectStillWorks() {
     auto a = torch::randn({2, 3});
@@ -117,20 +118,29 @@ TEST_F(StaticModuleErrors, MissingArgument) {
 
 TEST_F(StaticModuleErrors, UnknownKeyword) {
   auto x = torch::randn({1});
-  expectErrorContaining([&] { (void)runtime_({x, x}, {{"c", x}}); },
-                        {"Unknown keyword argument 'c'"});
+  expectErrorContaining(
+      [&] {
+        (void)runtime_({x, x}, {{"c", x}});
+      },
+      {"Unknown keyword argument 'c'"});
   expectStillWorks();
 }
 
 TEST_F(StaticModuleErrors, NonTensorWhereTensorExpected) {
-  expectErrorContaining([&] { (void)runtime_({torch::randn({1}), 3}); },
-                        {"argument 'b'", "Tensor", "int"});
+  expectErrorContaining(
+      [&] {
+        (void)runtime_({torch::randn({1}), 3});
+      },
+      {"argument 'b'", "Tensor", "int"});
   expectStillWorks();
 }
 
 TEST_F(StaticModuleErrors, KernelErrorNamesNodeAndSourceLine) {
-  expectErrorContaining([&] { (void)runtime_({torch::randn({2, 3}), torch::randn({4, 5})}); },
-                        {"aten::add", ":3: `c = a + b`", "size of tensor a"});
+  expectErrorContaining(
+      [&] {
+        (void)runtime_({torch::randn({2, 3}), torch::randn({4, 5})});
+      },
+      {"aten::add", ":3: `c = a + b`", "size of tensor a"});
   expectStillWorks();
 }
 
@@ -138,10 +148,15 @@ TEST(StaticModuleErrorsExtra, WrongRankAndDtypeReachTheCallerWithNodeContext) {
   auto module = scriptModule(scripts::kLinearLike);
   StaticModule static_module(module);
   StaticRuntime runtime(static_module);
-  expectErrorContaining([&] { (void)runtime({torch::randn({2, 3, 4}), torch::randn({4, 2})}); },
-                        {"aten::mm", "torch.mm(x, w)", "must be a matrix"});
   expectErrorContaining(
-      [&] { (void)runtime({torch::randn({2, 3}), torch::ones({3, 2}, torch::kInt64)}); },
+      [&] {
+        (void)runtime({torch::randn({2, 3, 4}), torch::randn({4, 2})});
+      },
+      {"aten::mm", "torch.mm(x, w)", "must be a matrix"});
+  expectErrorContaining(
+      [&] {
+        (void)runtime({torch::randn({2, 3}), torch::ones({3, 2}, torch::kInt64)});
+      },
       {"aten::mm", "torch.mm(x, w)"});
   auto x = torch::randn({2, 3});
   auto w = torch::randn({3, 2});
