@@ -11,6 +11,7 @@
 #include <c10/util/accumulate.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/inference_dispatch.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
@@ -24,6 +25,7 @@ c10::optional<at::Tensor> optionalTensor(const c10::IValue& value) {
 }
 
 void conv2d(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
   p.output(0) =
       at::native::conv2d(p.input(0).toTensor(), p.input(1).toTensor(), optionalTensor(p.input(2)),
                          p.input(3).toDimVector(), p.input(4).toDimVector(),

@@ -12,6 +12,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/inference_dispatch.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
@@ -106,6 +107,7 @@ void embeddingBag(ProcessedNode& p, int64_t padding_idx) {
       args.mode >= kSum && args.mode <= kMax &&
       (!args.include_last_offset || args.offsets.numel() >= 1);
   if (!simple) {
+    const InferenceDispatch below_autograd;
     auto result = at::cpu::_embedding_bag_forward_only(
         args.weight, args.indices, args.offsets, p.input(3).toBool(), args.mode,
         p.input(5).toBool(), c10::nullopt, args.include_last_offset, padding_idx);

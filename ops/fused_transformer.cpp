@@ -5,6 +5,7 @@
 #include <ATen/NativeFunctions.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/inference_dispatch.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
 #include "ops/schema_match.h"
@@ -25,6 +26,7 @@ c10::optional<int64_t> optionalInt(const c10::IValue& value) {
 }
 
 void encoderLayer(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
   p.output(0) = at::native::transformer_encoder_layer_forward(
       tensorAt(p, 0), p.input(1).toInt(), p.input(2).toInt(), tensorAt(p, 3), tensorAt(p, 4),
       tensorAt(p, 5), tensorAt(p, 6), p.input(7).toBool(), p.input(8).toBool(),
@@ -34,6 +36,7 @@ void encoderLayer(ProcessedNode& p) {
 }
 
 void multiHeadAttention(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
   auto [output, weights] = at::native::native_multi_head_attention(
       tensorAt(p, 0), tensorAt(p, 1), tensorAt(p, 2), p.input(3).toInt(), p.input(4).toInt(),
       tensorAt(p, 5), tensorAt(p, 6), tensorAt(p, 7), tensorAt(p, 8), optionalTensor(p.input(9)),

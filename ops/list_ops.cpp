@@ -75,6 +75,32 @@ void slice(ProcessedNode& p) {
   p.output(0) = std::move(result);
 }
 
+// [a, b] * n and n * [a, b]: the list repeated n times (n <= 0 gives an empty list).
+void repeat(ProcessedNode& p, const c10::IValue& list_value, int64_t times) {
+  const c10::impl::GenericList list = list_value.toList();
+  c10::impl::GenericList result(list.elementType());
+  if (times > 0) {
+    result.reserve(list.size() * times);
+    for (int64_t i = 0; i < times; ++i) {
+      for (const c10::IValue& element : list) {
+        result.push_back(element);
+      }
+    }
+  }
+  p.output(0) = std::move(result);
+}
+
+// min(list) / max(list) of ints; an empty list is an error, as in Python.
+template <bool kMin> void extremum(ProcessedNode& p) {
+  const c10::List<int64_t> list = p.input(0).toIntList();
+  TORCH_CHECK(!list.empty(), kMin ? "min()" : "max()", " arg is an empty sequence");
+  int64_t result = list.get(0);
+  for (int64_t value : list) {
+    result = kMin ? std::min(result, value) : std::max(result, value);
+  }
+  p.output(0) = result;
+}
+
 void concatenate(ProcessedNode& p) {
   const c10::impl::GenericList a = p.input(0).toList();
   const c10::impl::GenericList b = p.input(1).toList();
@@ -147,6 +173,18 @@ SRT_REGISTER_KERNEL("aten::ne", kNative,
                                 listEquals<std::string, false>));
 SRT_REGISTER_KERNEL("aten::add", kNative,
                     whenMatches("aten::add.t(t[] a, t[] b) -> t[]", concatenate));
+SRT_REGISTER_KERNEL("aten::mul", kNative,
+                    whenMatches("aten::mul.left_t(t[] l, int n) -> t[]", [](ProcessedNode& p) {
+                      repeat(p, p.input(0), p.input(1).toInt());
+                    }));
+SRT_REGISTER_KERNEL("aten::mul", kNative,
+                    whenMatches("aten::mul.right_(int n, t[] l) -> t[]", [](ProcessedNode& p) {
+                      repeat(p, p.input(1), p.input(0).toInt());
+                    }));
+SRT_REGISTER_KERNEL("prim::min", kNative,
+                    whenMatches("prim::min.self_int(int[] self) -> int", extremum<true>));
+SRT_REGISTER_KERNEL("prim::max", kNative,
+                    whenMatches("prim::max.self_int(int[] self) -> int", extremum<false>));
 SRT_REGISTER_KERNEL("aten::list", kNative,
                     whenMatches("aten::list.t(t[] l) -> t[]", [](ProcessedNode& p) {
                       p.output(0) = p.input(0).toList().copy();

@@ -180,6 +180,23 @@ SRT_FLOAT_BINARY("mul", "float", a* b);
 SRT_FLOAT_BINARY("div", "float", a / b);
 SRT_FLOAT_BINARY("floordiv", "float", floorDivide(a, b));
 
+// `for i in range(lo, hi, step)` loops run over [0, __range_length) and derive i from the count.
+SRT_REGISTER_KERNEL("aten::__range_length", kNative, always([](ProcessedNode& p) {
+                      const int64_t lo = intAt(p, 0);
+                      const int64_t hi = intAt(p, 1);
+                      const int64_t step = intAt(p, 2);
+                      TORCH_CHECK(step != 0, "range() arg 3 must not be zero");
+                      int64_t length = 0;
+                      if (step > 0 && lo < hi) {
+                        length = 1 + (hi - 1 - lo) / step;
+                      } else if (step < 0 && lo > hi) {
+                        length = 1 + (lo - 1 - hi) / (-step);
+                      }
+                      p.output(0) = length;
+                    }));
+SRT_REGISTER_KERNEL("aten::__derive_index", kNative, always([](ProcessedNode& p) {
+                      p.output(0) = intAt(p, 1) + intAt(p, 0) * intAt(p, 2);
+                    }));
 SRT_REGISTER_KERNEL("aten::neg", kNative,
                     whenMatches("aten::neg.int(int a) -> int",
                                 [](ProcessedNode& p) { p.output(0) = -intAt(p, 0); }));

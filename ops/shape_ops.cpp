@@ -5,6 +5,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/inference_dispatch.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
@@ -35,16 +36,18 @@ struct StackInputs : NodeState {
 
 void stack(ProcessedNode& p) {
   std::vector<at::Tensor>& tensors = p.state<StackInputs>().tensors;
-  for (const c10::IValue& element : p.input(0).toListRef()) {
-    tensors.push_back(element.toTensor());
-  }
   struct Clear {
     std::vector<at::Tensor>& tensors;
     ~Clear() { tensors.clear(); }
   } clear{tensors};
+  for (const c10::IValue& element : p.input(0).toListRef()) {
+    tensors.push_back(element.toTensor());
+  }
   TORCH_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   at::Tensor& out =
       outputTensor(p, 0, tensors.front().options().dtype(resultType(at::ITensorListRef(tensors))));
+  // stack_out unsqueezes the inputs and calls cat_out through the dispatcher.
+  const InferenceDispatch below_autograd;
   at::native::stack_out(tensors, p.input(1).toInt(), out);
 }
 

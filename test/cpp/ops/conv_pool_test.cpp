@@ -43,6 +43,21 @@ def forward(self, x, w):
       1e-4);
 }
 
+// Inputs that require grad: the runtime runs without autograd, and conv2d's inner ops skip the
+// autograd layers (ops/inference_dispatch.h); results must not differ.
+TEST(ConvPool, Conv2dWithInputsRequiringGrad) {
+  auto requiring = [](torch::Tensor t) { return t.requires_grad_(true); };
+  expectMatchesJit(
+      R"JIT(
+def forward(self, x, w, b):
+    return torch.conv2d(x, w, b, 1, 1).view(-1)
+)JIT",
+      {{{requiring(torch::randn({1, 3, 6, 6})), requiring(torch::randn({4, 3, 3, 3})),
+         requiring(torch::randn({4}))}},
+       {{torch::randn({2, 3, 5, 5}), requiring(torch::randn({4, 3, 3, 3})), torch::randn({4})}}},
+      1e-4);
+}
+
 TEST(ConvPool, MaxPool2d) {
   const char* source = R"JIT(
 def forward(self, x):

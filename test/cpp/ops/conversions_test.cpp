@@ -1,5 +1,6 @@
 // Out-variant to / type_as / clone / contiguous (ops/conversions.cpp) against the JIT.
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/torch.h>
 
 #include "harness/differential.h"
@@ -33,6 +34,28 @@ def forward(self, x):
     return y, y + x, x
 )JIT";
   expectMatchesJit(source, {{{torch::randn({3})}}, {{torch::randn({2, 2})}}});
+}
+
+// to.prim_dtype (to(self, int? dtype, non_blocking, copy)): a None dtype keeps the input's.
+TEST(Conversions, ToPrimDtype) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %float64 : int = prim::Constant[value=7]()
+  %false : bool = prim::Constant[value=0]()
+  %same : Tensor = aten::to(%x, %none, %false, %false)
+  %wide : Tensor = aten::to(%x, %float64, %false, %false)
+  %r : (Tensor, Tensor) = prim::TupleConstruct(%same, %wide)
+  return (%r))IR",
+                      graph.get());
+  StaticModule module(graph);
+  EXPECT_EQ(kernelKinds(module).at("aten::to"), std::set<KernelKind>{KernelKind::kOutVariant});
+  for (auto x : {torch::randn({2, 3}), torch::arange(4), torch::randn({3, 2}).t()}) {
+    auto result = module({x}).toTupleRef().elements();
+    EXPECT_TRUE(torch::equal(result[0].toTensor(), x));
+    EXPECT_TRUE(torch::equal(result[1].toTensor(), x.to(torch::kFloat64)));
+  }
 }
 
 TEST(Conversions, ToOtherAndTypeAs) {

@@ -48,6 +48,31 @@ def forward(self, x, start: int, end: int):
   expectKinds(source, {{"aten::slice", KernelKind::kNative}});
 }
 
+TEST(ScalarsLists, LoopsRepetitionMinMax) {
+  const char* source = R"JIT(
+def forward(self, x, n: int):
+    padded = [0] * n
+    ones = n * [1]
+    for i in range(1, n, 2):
+        x = x + i
+    for j in range(n, 0, -3):
+        x = x * j
+    for s in x.size():
+        x = x - s
+    return x, padded, ones, min(x.size()), max(x.size())
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3}), int64_t{5}}},
+                            {{torch::randn({4}), int64_t{0}}},
+                            {{torch::randn({1, 2, 3}), int64_t{1}}}});
+  expectKinds(source, {{"aten::__range_length", KernelKind::kNative},
+                       {"aten::__derive_index", KernelKind::kNative},
+                       {"prim::min", KernelKind::kNative},
+                       {"prim::max", KernelKind::kNative}});
+  StaticModule module(scriptModule(source));
+  EXPECT_EQ(kernelKinds(module).at("aten::mul"),
+            (std::set<KernelKind>{KernelKind::kNative, KernelKind::kFallback}));
+}
+
 TEST(ScalarsLists, IndexOutOfRangeIsAnError) {
   StaticModule module(scriptModule(R"JIT(
 def forward(self, x, i: int):

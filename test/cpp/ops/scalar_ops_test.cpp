@@ -118,6 +118,32 @@ graph(%x : Tensor):
   }
 }
 
+TEST(Scalars, ScalarCastsAndBoolOps) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%f : float, %i : int, %a : bool, %b : bool):
+  %fi : int = aten::Int(%f)
+  %ii : int = aten::Int(%i)
+  %fl : float = aten::Float(%i)
+  %both : bool = aten::__and__(%a, %b)
+  %either : bool = aten::__or__(%a, %b)
+  %eq : bool = aten::eq(%a, %b)
+  %ne : bool = aten::ne(%a, %b)
+  %r : (int, int, float, bool, bool, bool, bool) = prim::TupleConstruct(%fi, %ii, %fl, %both, %either, %eq, %ne)
+  return (%r))IR",
+                      graph.get());
+  StaticModule module(graph);
+  EXPECT_EQ(module.stats().fallback_nodes, 0u);
+  auto result = module({-2.75, int64_t{7}, true, false}).toTupleRef().elements();
+  EXPECT_EQ(result[0].toInt(), -2);
+  EXPECT_EQ(result[1].toInt(), 7);
+  EXPECT_EQ(result[2].toDouble(), 7.0);
+  EXPECT_FALSE(result[3].toBool());
+  EXPECT_TRUE(result[4].toBool());
+  EXPECT_FALSE(result[5].toBool());
+  EXPECT_TRUE(result[6].toBool());
+}
+
 TEST(Scalars, OptionalChecksAndTensorMetadata) {
   const char* source = R"JIT(
 def forward(self, x, y: Optional[Tensor] = None):
