@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 
+#include "passes/pipeline.h"
 #include "static_runtime/static_runtime.h"
 
 #ifndef SRT_VERSION
@@ -86,7 +87,8 @@ std::string validOptionNames() {
     names += names.empty() ? "" : ", ";
     names += option.name;
   }
-  return names + ", " + kGemmBackendOption.name + ", " + kMemoryPlannerOption.name;
+  return names + ", " + kGemmBackendOption.name + ", " + kMemoryPlannerOption.name +
+         ", disabled_passes";
 }
 
 StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
@@ -99,6 +101,23 @@ StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
     }
     if (name == kMemoryPlannerOption.name) {
       kMemoryPlannerOption.set(options, value);
+      continue;
+    }
+    if (name == "disabled_passes") {
+      // A bare string is iterable too, and would disable passes named by its letters.
+      if (py::isinstance<py::str>(value) || !py::isinstance<py::iterable>(value)) {
+        throw py::type_error("StaticModule() option 'disabled_passes' must be a list or set of "
+                             "pass names, got " +
+                             std::string(py::str(value.get_type().attr("__name__"))));
+      }
+      for (const py::handle& pass : value) {
+        if (!py::isinstance<py::str>(pass)) {
+          throw py::type_error("StaticModule() option 'disabled_passes' must hold pass names "
+                               "(str), got " +
+                               std::string(py::str(pass.get_type().attr("__name__"))));
+        }
+        options.disabled_passes.insert(pass.cast<std::string>());
+      }
       continue;
     }
     const OptionField* match = nullptr;
@@ -126,6 +145,11 @@ py::dict optionsToDict(const StaticModuleOptions& options) {
   }
   dict[kGemmBackendOption.name] = ops::toString(options.gemm_backend);
   dict[kMemoryPlannerOption.name] = memory::toString(options.memory_planner);
+  py::list disabled;
+  for (const std::string& name : options.disabled_passes) {
+    disabled.append(name);
+  }
+  dict["disabled_passes"] = disabled;
   return dict;
 }
 
@@ -146,6 +170,17 @@ py::dict statsToDict(const ModuleStats& stats) {
   dict["managed_lower_bound_bytes"] = stats.managed_lower_bound_bytes;
   dict["arena_reallocations"] = stats.arena_reallocations;
   dict["memory_planner"] = stats.memory_planner;
+  py::list passes;
+  for (const passes::PassReport& report : stats.passes) {
+    py::dict entry;
+    entry["name"] = report.name;
+    entry["ran"] = report.ran;
+    entry["changed"] = report.changed;
+    entry["nodes_before"] = report.nodes_before;
+    entry["nodes_after"] = report.nodes_after;
+    passes.append(entry);
+  }
+  dict["passes"] = passes;
   return dict;
 }
 
@@ -233,6 +268,8 @@ PYBIND11_MODULE(_C, m) {
   // Local, so it wins over any translator another extension registered for c10::Error; other
   // std::exceptions keep pybind11's default mapping (std::exception -> RuntimeError).
   py::register_local_exception_translator(translateExceptions);
+  m.def("pass_names", &passes::passNames,
+        "Names of the optimization passes, in the order they run; any can go in disabled_passes.");
 
   py::class_<StaticModule, std::shared_ptr<StaticModule>>(m, "StaticModule", R"doc(
 A TorchScript module prepared once into an immutable program.

@@ -1,6 +1,10 @@
 #include "static_runtime/options.h"
 
+#include <algorithm>
+
 #include <c10/util/Exception.h>
+
+#include "passes/pipeline.h"
 
 namespace srt {
 
@@ -10,6 +14,23 @@ void StaticModuleOptions::validate() const {
               "out-variant kernels write into planned memory)");
   TORCH_CHECK(enable_out_variant || !manage_output_tensors,
               "StaticModuleOptions: manage_output_tensors=true requires enable_out_variant=true");
+  passes::checkPassNames(disabled_passes);
+}
+
+std::set<std::string> StaticModuleOptions::passesToSkip() const {
+  std::set<std::string> skip = disabled_passes;
+  // Copies only pay off when an out-variant kernel writes them into planned memory.
+  if (!use_copy_variants || !enable_out_variant) {
+    skip.insert("copy_variants");
+  }
+  if (!use_maybe_copy_variants || !enable_out_variant) {
+    skip.insert("maybe_copy_variants");
+  }
+  const std::vector<std::string> known = passes::passNames();
+  for (auto it = skip.begin(); it != skip.end();) {
+    it = std::find(known.begin(), known.end(), *it) == known.end() ? skip.erase(it) : std::next(it);
+  }
+  return skip;
 }
 
 } // namespace srt

@@ -1,6 +1,9 @@
 // What a StaticModule optimizes: fixed when the module is built.
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "memory/planner.h"
 #include "ops/kernel_options.h"
 
@@ -31,9 +34,15 @@ struct StaticModuleOptions {
   //     (M=1024 256->768 4015 / 4362 / 4392); at M=1 all within 0.5 µs of each other, and
   //     OpenBLAS ahead for N=10, which oneDNN pads to its 64-wide blocks (M=64: 6.9 / 5.3 / 7.2).
   ops::GemmBackend gemm_backend = ops::GemmBackend::kOneDnn;
+  // Optimization passes to skip, by name (passes::passNames(); `srt inspect` lists them).
+  std::set<std::string> disabled_passes;
 
   // Throws c10::Error naming the offending combination.
   void validate() const;
+
+  // disabled_passes plus the passes other options switch off (copy variants without
+  // out variants, ...).
+  std::set<std::string> passesToSkip() const;
 };
 
 } // namespace srt

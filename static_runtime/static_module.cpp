@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "passes/pipeline.h"
 #include "passes/prepare.h"
 #include "static_runtime/runtime.h"
 
@@ -35,6 +36,7 @@ StaticModule::StaticModule(const std::shared_ptr<torch::jit::Graph>& graph,
 
 StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options)
     : options_(options), graph_(std::move(prepared.graph)), schema_(std::move(prepared.schema)),
+      pass_reports_(passes::optimize(graph_, options_.passesToSkip())),
       program_(buildProgram(graph_, options_)) {}
 
 StaticModule::~StaticModule() = default;
@@ -123,6 +125,7 @@ void StaticModule::releaseRuntime(std::unique_ptr<StaticRuntime> runtime) const 
 
 ModuleStats StaticModule::stats() const {
   ModuleStats stats = countKernels(program_);
+  stats.passes = pass_reports_;
   std::lock_guard<std::mutex> lock(idle_runtimes_mutex_);
   for (const auto& runtime : idle_runtimes_) {
     runtime->addMemoryStats(stats);

@@ -65,6 +65,8 @@ private:
   StaticModuleOptions options_;
   std::shared_ptr<torch::jit::Graph> graph_;
   c10::FunctionSchema schema_;
+  // Initialized before program_: the passes rewrite graph_ that the program is built from.
+  std::vector<passes::PassReport> pass_reports_;
   Program program_;
 
   mutable std::mutex idle_runtimes_mutex_;

@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "passes/pass_report.h"
 
 namespace srt {
 
@@ -24,6 +27,9 @@ struct ModuleStats {
   size_t managed_lower_bound_bytes = 0;
   size_t arena_reallocations = 0;
   std::string memory_planner = "none";
+  // Every optimization pass in pipeline order: whether it ran, changed the graph, and the node
+  // count before and after.
+  std::vector<passes::PassReport> passes;
 };
 
 } // namespace srt

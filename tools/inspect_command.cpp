@@ -40,6 +40,19 @@ void printManagedMemory(const ModuleStats& stats) {
             << "  managed_lower_bound_bytes  " << stats.managed_lower_bound_bytes << "\n";
 }
 
+void printPasses(const ModuleStats& stats) {
+  std::cout << "optimization passes (nodes before -> after):\n";
+  for (const passes::PassReport& report : stats.passes) {
+    std::cout << "  " << std::left << std::setw(24) << report.name;
+    if (!report.ran) {
+      std::cout << "disabled\n";
+      continue;
+    }
+    std::cout << report.nodes_before << " -> " << report.nodes_after
+              << (report.changed ? "" : "  (no change)") << "\n";
+  }
+}
+
 } // namespace
 
 int inspectCommand(const Arguments& args) {
@@ -50,6 +63,7 @@ int inspectCommand(const Arguments& args) {
             << "prepared graph:\n"
             << module->graph() << "\n";
   ModuleStats stats = module->stats();
+  printPasses(stats);
   printNodeCounts(stats);
   printFallbackOps(stats);
   printManagedMemory(stats);

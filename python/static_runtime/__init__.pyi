@@ -1,9 +1,13 @@
 import os
-from typing import Any, Dict, Union
+from typing import Any, Dict, Iterable, List, Union
 
 import torch
 
 __version__: str
+
+def pass_names() -> List[str]:
+    """Names of the optimization passes, in the order they run; any can go in disabled_passes."""
+    ...
 
 class StaticModule:
     """A TorchScript module prepared once into an immutable program; calls are thread-safe."""
@@ -19,6 +23,7 @@ class StaticModule:
         use_maybe_copy_variants: bool = ...,
         gemm_backend: str = ...,
         memory_planner: str = ...,
+        disabled_passes: Iterable[str] = ...,
     ) -> None:
         """Prepares `forward` of a ScriptModule (or a scripted function, whose argument defaults are not
         kept), or of the module saved at a path. optimize_memory and manage_output_tensors require
@@ -29,7 +34,8 @@ class StaticModule:
         ...
     def stats(self) -> Dict[str, Any]:
         """Kernel counts ("nodes", "out_variant_nodes", "native_nodes", "fallback_nodes",
-        "fallback_ops") and planned memory ("managed_bytes", "managed_lower_bound_bytes")."""
+        "fallback_ops"), planned memory ("managed_bytes", "managed_lower_bound_bytes") and what each
+        optimization pass did ("passes": name, ran, changed, nodes_before, nodes_after)."""
         ...
     @property
     def graph(self) -> str:

@@ -4,6 +4,7 @@
 
 #include "harness/differential.h"
 #include "harness/zoo.h"
+#include "passes/pipeline.h"
 
 namespace srt::testing {
 namespace {
@@ -23,6 +24,23 @@ TEST_P(Zoo, MatchesJitWithEveryValidOptionSet) {
       if (HasFailure()) {
         return; // one failing option set says enough; the rest would repeat it
       }
+    }
+  }
+}
+
+// Every pass is optional: switching any one off must leave results correct (the passes after it
+// see a graph they would not otherwise see).
+TEST_P(Zoo, MatchesJitWithEachPassDisabled) {
+  const std::string& name = GetParam();
+  torch::jit::Module module = loadZooModel(name);
+  std::vector<InputSet> inputs = loadZooInputs(name);
+  for (const std::string& pass : passes::passNames()) {
+    StaticModuleOptions options;
+    options.disabled_passes = {pass};
+    SCOPED_TRACE("disabled pass: " + pass);
+    expectMatchesJit(module, inputs, options);
+    if (HasFailure()) {
+      return;
     }
   }
 }

@@ -1,0 +1,81 @@
+#include "passes/pipeline.h"
+
+#include <algorithm>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "passes/graph_passes.h"
+
+namespace srt::passes {
+
+const std::vector<PassEntry>& optimizationPipeline() {
+  static const std::vector<PassEntry> pipeline = {
+      // First, so every later pattern sees one node per distinct computation.
+      {"common_subexpression", eliminateCommonSubexpressions},
+      // Last: rewrites above leave the nodes they replaced unused.
+      {"dead_code", eliminateDeadCode},
+  };
+  return pipeline;
+}
+
+std::vector<std::string> passNames() {
+  std::vector<std::string> names;
+  for (const PassEntry& entry : optimizationPipeline()) {
+    names.emplace_back(entry.name);
+  }
+  return names;
+}
+
+void checkPassNames(const std::set<std::string>& names) {
+  const std::vector<std::string> known = passNames();
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) {
+      continue;
+    }
+    std::string valid;
+    for (const std::string& candidate : known) {
+      valid += (valid.empty() ? "" : ", ") + candidate;
+    }
+    TORCH_CHECK(false, "static_runtime: unknown pass '", name,
+                "' in disabled_passes; passes are: ", valid);
+  }
+}
+
+std::vector<PassReport> optimize(std::shared_ptr<torch::jit::Graph>& graph,
+                                 const std::set<std::string>& disabled) {
+  std::vector<PassReport> reports;
+  for (const PassEntry& entry : optimizationPipeline()) {
+    PassReport report;
+    report.name = entry.name;
+    report.nodes_before = countNodes(*graph->block());
+    report.ran = disabled.count(entry.name) == 0;
+    if (report.ran) {
+      report.changed = entry.run(graph);
+      try {
+        graph->lint();
+      } catch (const std::exception& e) {
+        TORCH_CHECK(false, "static_runtime: internal error: pass '", entry.name,
+                    "' left an invalid graph: ", e.what());
+      }
+    }
+    report.nodes_after = countNodes(*graph->block());
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+size_t countNodes(const torch::jit::Block& block) {
+  size_t count = 0;
+  for (const torch::jit::Node* node : block.nodes()) {
+    if (node->kind() == c10::prim::Constant) {
+      continue;
+    }
+    ++count;
+    for (const torch::jit::Block* sub_block : node->blocks()) {
+      count += countNodes(*sub_block);
+    }
+  }
+  return count;
+}
+
+} // namespace srt::passes
