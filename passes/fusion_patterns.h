@@ -1,0 +1,63 @@
+// A registry of subgraph-rewrite patterns, grouped into families; each family is one pass of the
+// pipeline (e.g. "linear_activation"), so a user can switch off a family by name.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace torch::jit {
+struct Graph;
+struct Match;
+struct Value;
+} // namespace torch::jit
+
+namespace srt::passes {
+
+// Extra condition on a match, beyond its shape: `values` maps the pattern's value names
+// ("%x" without the %) to the matched graph's values.
+using FusionFilter =
+    std::function<bool(const torch::jit::Match& match,
+                       const std::unordered_map<std::string, torch::jit::Value*>& values)>;
+
+struct FusionPattern {
+  // What the pattern fuses, for error messages and tests ("linear + relu").
+  std::string name;
+  // IR text of the subgraph to find and of the one that replaces it (LibTorch's
+  // SubgraphRewriter syntax: graph(%inputs...): ... return (%outputs)).
+  std::string pattern;
+  std::string replacement;
+  // Empty: every structural match is rewritten.
+  FusionFilter filter;
+};
+
+// Adds a pattern to `family`; patterns of a family are tried in registration order.
+void registerFusionPattern(const std::string& family, FusionPattern pattern);
+
+// The patterns of one family, in registration order (empty if none registered).
+const std::vector<FusionPattern>& fusionPatterns(const std::string& family);
+
+// Rewrites every match of every pattern of `family`; returns whether anything was rewritten.
+bool applyFusionPatterns(const std::string& family, std::shared_ptr<torch::jit::Graph>& graph);
+
+namespace detail {
+struct FusionPatternRegistrar {
+  FusionPatternRegistrar(const char* family, FusionPattern pattern) {
+    registerFusionPattern(family, std::move(pattern));
+  }
+};
+} // namespace detail
+
+} // namespace srt::passes
+
+#define SRT_FUSION_CONCAT_IMPL(a, b) a##b
+#define SRT_FUSION_CONCAT(a, b) SRT_FUSION_CONCAT_IMPL(a, b)
+
+// Registers a FusionPattern in the file that implements what it fuses into:
+//   SRT_REGISTER_FUSION_PATTERN("linear_activation", {"linear + relu", R"IR(...)IR",
+//   R"IR(...)IR"});
+#define SRT_REGISTER_FUSION_PATTERN(family, ...)                                                   \
+  static const ::srt::passes::detail::FusionPatternRegistrar SRT_FUSION_CONCAT(                    \
+      srt_fusion_pattern_, __COUNTER__)(family, ::srt::passes::FusionPattern __VA_ARGS__)
