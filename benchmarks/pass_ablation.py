@@ -1,0 +1,133 @@
+"""What each optimization pass buys: latency with all passes on, with each pass off in turn, and
+with none, on the zoo's MLP, transformer block and DeepAndWide, measured side by side in one process.
+
+Usage (from the repository root, after the build):
+    /usr/bin/python3 benchmarks/pass_ablation.py [--rounds 15] [--threads 1] [--json FILE]
+                                                 [--workload mlp_b1 ...]
+
+Every configuration of one workload is built up front; then each round times a burst of calls to
+every configuration in turn, so slow drift of the machine hits all of them alike. A row is the
+median over rounds of the mean time per call in a burst; "vs all" is that median divided by the
+all-passes median (above 1.00: switching the pass off costs time). "nodes" is the node count of
+the optimized graph.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+
+import torch  # noqa: E402
+
+import static_runtime  # noqa: E402
+import zoo  # noqa: E402
+
+
+def workloads():
+    """name -> (module factory, inputs): the shapes the [4/7] issue asks for."""
+    torch.manual_seed(0)
+    return {
+        "mlp_b1": (zoo.MLP, (torch.randn(1, 64),)),
+        "mlp_b64": (zoo.MLP, (torch.randn(64, 64),)),
+        "transformer_b1_s16": (zoo.PreLNTransformerBlock, (torch.randn(1, 16, 64),)),
+        "transformer_b8_s128": (zoo.PreLNTransformerBlock, (torch.randn(8, 128, 64),)),
+        "deep_and_wide_b1": (
+            zoo.DeepAndWide,
+            (torch.randn(1, 1, 32), torch.randn(1, 1, 32), torch.randn(1, 50)),
+        ),
+        "deep_and_wide_b64": (
+            zoo.DeepAndWide,
+            (torch.randn(64, 1, 32), torch.randn(64, 1, 32), torch.randn(64, 50)),
+        ),
+    }
+
+
+def configurations():
+    """(label, disabled passes): all on, each pass off in turn, all off."""
+    names = static_runtime.pass_names()
+    rows = [("all passes", [])]
+    rows += [("- " + name, [name]) for name in names]
+    rows.append(("no passes", list(names)))
+    return rows
+
+
+def burst_size(module, inputs, target_seconds=0.02):
+    """Calls per burst so that one burst takes about target_seconds."""
+    start = time.perf_counter()
+    module(*inputs)
+    elapsed = max(time.perf_counter() - start, 1e-6)
+    return max(1, min(1000, int(target_seconds / elapsed)))
+
+
+def measure(name, factory, inputs, rounds):
+    torch.manual_seed(0)
+    scripted = torch.jit.script(factory().eval())
+    with torch.no_grad():
+        reference = scripted(*inputs)
+    built = []
+    for label, disabled in configurations():
+        module = static_runtime.StaticModule(scripted, disabled_passes=disabled)
+        result = module(*inputs)
+        # A benchmark of wrong answers measures nothing.
+        torch.testing.assert_close(result, reference, rtol=1e-4, atol=1e-4)
+        for _ in range(3):
+            module(*inputs)
+        built.append((label, module, burst_size(module, inputs)))
+    samples = {label: [] for label, _, _ in built}
+    for _ in range(rounds):
+        for label, module, calls in built:
+            start = time.perf_counter()
+            for _ in range(calls):
+                module(*inputs)
+            samples[label].append((time.perf_counter() - start) / calls)
+    rows = []
+    for label, module, _ in built:
+        rows.append({
+            "workload": name,
+            "config": label,
+            "median_us": statistics.median(samples[label]) * 1e6,
+            "nodes": module.stats()["nodes"],
+        })
+    baseline = rows[0]["median_us"]
+    for row in rows:
+        row["vs_all"] = row["median_us"] / baseline
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workload", action="append", help="run only these (repeatable)")
+    parser.add_argument("--json", help="also write the rows as JSON to this file")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    env = {k: os.environ.get(k, "(unset)") for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    backend = static_runtime.StaticModule(torch.jit.script(zoo.MLP().eval())).options["gemm_backend"]
+    print(f"# pass ablation: {time.strftime('%Y-%m-%d %H:%M')}, {args.threads} thread(s), "
+          f"gemm_backend={backend}, " + ", ".join(f"{k}={v}" for k, v in env.items()))
+    print(f"# median of {args.rounds} rounds; 'vs all' > 1.00 means the pass saves that much time")
+    all_rows = []
+    for name, (factory, inputs) in workloads().items():
+        if args.workload and name not in args.workload:
+            continue
+        rows = measure(name, factory, inputs, args.rounds)
+        all_rows += rows
+        print(f"\n{name}")
+        print(f"  {'configuration':<34} {'median':>11} {'vs all':>7} {'nodes':>6}")
+        for row in rows:
+            print(f"  {row['config']:<34} {row['median_us']:>9.1f}us {row['vs_all']:>7.2f} "
+                  f"{row['nodes']:>6}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"threads": args.threads, "environment": env, "rows": all_rows}, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
