@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include "passes/pipeline.h"
+#include "static_runtime/runtime_options.h"
 
 namespace srt {
 
@@ -31,6 +32,13 @@ std::set<std::string> StaticModuleOptions::passesToSkip() const {
     it = std::find(known.begin(), known.end(), *it) == known.end() ? skip.erase(it) : std::next(it);
   }
   return skip;
+}
+
+void RuntimeOptions::validate() const {
+  TORCH_CHECK(intra_op_threads >= 0,
+              "RuntimeOptions: intra_op_threads must be >= 0 (0 keeps the "
+              "caller's setting), got ",
+              intra_op_threads);
 }
 
 } // namespace srt

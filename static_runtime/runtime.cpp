@@ -3,11 +3,14 @@
 #include <c10/core/GradMode.h>
 
 #include "static_runtime/block_runner.h"
+#include "static_runtime/intra_op_threads.h"
 #include "static_runtime/static_module.h"
 
 namespace srt {
 
-StaticRuntime::StaticRuntime(const StaticModule& module) : module_(module) {
+StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
+    : module_(module), options_(options) {
+  options_.validate();
   const Program& program = module.program();
   values_.resize(program.num_values);
   // Constants are shared with the module: copying an IValue only bumps a reference count.
@@ -23,6 +26,11 @@ StaticRuntime::StaticRuntime(const StaticModule& module) : module_(module) {
 }
 
 StaticRuntime::~StaticRuntime() = default;
+
+void StaticRuntime::setOptions(RuntimeOptions options) {
+  options.validate();
+  options_ = options;
+}
 
 c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwargs& kwargs) {
   const Program& program = module_.program();
@@ -59,6 +67,7 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
 
   // Inference only: recording autograd history would cost time and keep activations alive.
   c10::AutoGradMode no_grad(false);
+  ScopedIntraOpThreads threads(options_.intra_op_threads);
   std::move(args.begin(), args.end(), values_.begin());
   top_block_->run();
   c10::IValue outputs = takeOutputs();

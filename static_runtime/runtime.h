@@ -11,6 +11,7 @@
 #include "memory/memory_planner.h"
 #include "ops/scratch.h"
 #include "static_runtime/argument_binding.h"
+#include "static_runtime/runtime_options.h"
 #include "static_runtime/stats.h"
 
 namespace srt {
@@ -23,7 +24,7 @@ class StaticModule;
 class StaticRuntime {
 public:
   // `module` must outlive the runtime.
-  explicit StaticRuntime(const StaticModule& module);
+  explicit StaticRuntime(const StaticModule& module, RuntimeOptions options = {});
   ~StaticRuntime();
   StaticRuntime(const StaticRuntime&) = delete;
   StaticRuntime& operator=(const StaticRuntime&) = delete;
@@ -34,6 +35,9 @@ public:
   [[nodiscard]] c10::IValue operator()(std::vector<c10::IValue> args, const Kwargs& kwargs = {});
 
   const StaticModule& module() const { return module_; }
+  const RuntimeOptions& options() const { return options_; }
+  // Takes effect from the next run.
+  void setOptions(RuntimeOptions options);
 
   // The module's kernel counts with this runtime's memory figures.
   [[nodiscard]] ModuleStats stats() const;
@@ -56,6 +60,7 @@ private:
   void resetValues() noexcept;
 
   const StaticModule& module_;
+  RuntimeOptions options_;
   std::vector<c10::IValue> values_;
   ops::Scratch scratch_;
   std::optional<memory::MemoryPlanner> planner_;

@@ -1,6 +1,8 @@
 #include "static_runtime/static_module.h"
 
+#include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -25,6 +27,11 @@ passes::PreparedGraph prepareChecked(const std::shared_ptr<torch::jit::Graph>& g
   return passes::prepareGraph(graph);
 }
 
+// One runtime per hardware thread: more callers than that would only compete for the cores.
+size_t defaultPoolSize() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 } // namespace
 
 StaticModule::StaticModule(const torch::jit::Module& module, StaticModuleOptions options)
@@ -37,7 +44,8 @@ StaticModule::StaticModule(const std::shared_ptr<torch::jit::Graph>& graph,
 StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options)
     : options_(options), graph_(std::move(prepared.graph)), schema_(std::move(prepared.schema)),
       pass_reports_(passes::optimize(graph_, options_.passesToSkip())),
-      program_(buildProgram(graph_, options_)) {}
+      program_(buildProgram(graph_, options_)),
+      pool_(std::make_unique<RuntimePool>(*this, defaultPoolSize())) {}
 
 StaticModule::~StaticModule() = default;
 
@@ -57,79 +65,31 @@ std::unique_ptr<StaticModule> StaticModule::load(const std::string& path,
   return std::make_unique<StaticModule>(module, options);
 }
 
-namespace {
-
-// A copy of `value` whose tensors own their memory.
-c10::IValue copyTensors(const c10::IValue& value) {
-  if (value.isTensor()) {
-    return value.toTensor().clone();
-  }
-  if (value.isTuple()) {
-    std::vector<c10::IValue> elements;
-    for (const c10::IValue& element : value.toTupleRef().elements()) {
-      elements.push_back(copyTensors(element));
-    }
-    return c10::ivalue::Tuple::create(std::move(elements));
-  }
-  if (value.isList()) {
-    c10::impl::GenericList copy(value.toList().elementType());
-    for (const c10::IValue& element : value.toList()) {
-      copy.push_back(copyTensors(element));
-    }
-    return copy;
-  }
-  if (value.isGenericDict()) {
-    auto dict = value.toGenericDict();
-    c10::impl::GenericDict copy(dict.keyType(), dict.valueType());
-    for (const auto& entry : dict) {
-      copy.insert(entry.key(), copyTensors(entry.value()));
-    }
-    return copy;
-  }
-  return value;
-}
-
-} // namespace
-
 c10::IValue StaticModule::operator()(std::vector<c10::IValue> args, const Kwargs& kwargs) const {
-  struct Lease {
-    const StaticModule& module;
-    std::unique_ptr<StaticRuntime> runtime;
-    ~Lease() { module.releaseRuntime(std::move(runtime)); }
-  } lease{*this, acquireRuntime()};
-  c10::IValue outputs = (*lease.runtime)(std::move(args), kwargs);
-  if (options_.manage_output_tensors) {
-    // No caller of a shared runtime can hand outputs back, so they leave the arena as copies.
-    outputs = copyTensors(outputs);
-    lease.runtime->deallocateOutputTensors();
-  }
-  return outputs;
+  return pool_->run(std::move(args), kwargs);
 }
 
-std::unique_ptr<StaticRuntime> StaticModule::acquireRuntime() const {
-  {
-    std::lock_guard<std::mutex> lock(idle_runtimes_mutex_);
-    if (!idle_runtimes_.empty()) {
-      auto runtime = std::move(idle_runtimes_.back());
-      idle_runtimes_.pop_back();
-      return runtime;
-    }
-  }
-  return std::make_unique<StaticRuntime>(*this);
+c10::intrusive_ptr<c10::ivalue::Future>
+StaticModule::runAsync(std::vector<c10::IValue> args, Kwargs kwargs, Launcher launcher) const {
+  return pool_->runAsync(std::move(args), std::move(kwargs), std::move(launcher));
 }
 
-void StaticModule::releaseRuntime(std::unique_ptr<StaticRuntime> runtime) const {
-  std::lock_guard<std::mutex> lock(idle_runtimes_mutex_);
-  idle_runtimes_.push_back(std::move(runtime));
+c10::TypePtr StaticModule::outputType() const {
+  const std::vector<c10::Argument>& returns = schema_.returns();
+  if (returns.size() == 1) {
+    return returns.front().type();
+  }
+  std::vector<c10::TypePtr> elements;
+  for (const c10::Argument& argument : returns) {
+    elements.push_back(argument.type());
+  }
+  return c10::TupleType::create(std::move(elements));
 }
 
 ModuleStats StaticModule::stats() const {
   ModuleStats stats = countKernels(program_);
   stats.passes = pass_reports_;
-  std::lock_guard<std::mutex> lock(idle_runtimes_mutex_);
-  for (const auto& runtime : idle_runtimes_) {
-    runtime->addMemoryStats(stats);
-  }
+  pool_->addMemoryStats(stats);
   return stats;
 }
 

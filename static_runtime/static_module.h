@@ -2,7 +2,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "static_runtime/argument_binding.h"
 #include "static_runtime/options.h"
 #include "static_runtime/program.h"
+#include "static_runtime/runtime_pool.h"
 #include "static_runtime/stats.h"
 
 namespace torch::jit {
@@ -44,9 +44,17 @@ public:
   [[nodiscard]] static std::unique_ptr<StaticModule> load(const std::string& path,
                                                           StaticModuleOptions options = {});
 
-  // Thread-safe: runs on a runtime no other caller is using (created on demand and kept).
+  // Thread-safe: runs on a runtime of the module's pool (one per hardware thread, created on
+  // demand), blocking while all are busy. With manage_output_tensors the outputs are copies.
   [[nodiscard]] c10::IValue operator()(std::vector<c10::IValue> args,
                                        const Kwargs& kwargs = {}) const;
+
+  // Runs on the module's pool via `launcher` (at::launch when empty); errors complete the future.
+  [[nodiscard]] c10::intrusive_ptr<c10::ivalue::Future>
+  runAsync(std::vector<c10::IValue> args, Kwargs kwargs = {}, Launcher launcher = {}) const;
+
+  // The pool operator() and runAsync run on; callers may set its RuntimeOptions.
+  RuntimePool& pool() const { return *pool_; }
 
   const StaticModuleOptions& options() const { return options_; }
   // forward's schema without `self`.
@@ -54,13 +62,12 @@ public:
   // The prepared graph the program was built from.
   const torch::jit::Graph& graph() const { return *graph_; }
   const Program& program() const { return program_; }
+  // What forward returns: its single return type, or a tuple of its returns.
+  c10::TypePtr outputType() const;
   [[nodiscard]] ModuleStats stats() const;
 
 private:
   StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options);
-
-  std::unique_ptr<StaticRuntime> acquireRuntime() const;
-  void releaseRuntime(std::unique_ptr<StaticRuntime> runtime) const;
 
   StaticModuleOptions options_;
   std::shared_ptr<torch::jit::Graph> graph_;
@@ -68,9 +75,8 @@ private:
   // Initialized before program_: the passes rewrite graph_ that the program is built from.
   std::vector<passes::PassReport> pass_reports_;
   Program program_;
-
-  mutable std::mutex idle_runtimes_mutex_;
-  mutable std::vector<std::unique_ptr<StaticRuntime>> idle_runtimes_;
+  // Last: its runtimes refer to everything above.
+  std::unique_ptr<RuntimePool> pool_;
 };
 
 } // namespace srt
