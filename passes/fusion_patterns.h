@@ -16,8 +16,9 @@ struct Value;
 
 namespace srt::passes {
 
-// Extra condition on a match, beyond its shape: `values` maps the pattern's value names
-// ("%x" without the %) to the matched graph's values.
+// Extra condition on a match, beyond its shape. `values` maps the pattern's value names ("x"
+// for %x) to the PATTERN graph's values; the matched graph's value is
+// match.values_map.at(values.at("x")).
 using FusionFilter =
     std::function<bool(const torch::jit::Match& match,
                        const std::unordered_map<std::string, torch::jit::Value*>& values)>;

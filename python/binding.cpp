@@ -24,6 +24,8 @@ namespace srt::python {
 // Defined in arguments.cpp.
 std::vector<c10::IValue> toArguments(const c10::FunctionSchema& schema, const py::args& args,
                                      const py::kwargs& kwargs, Kwargs& bound_kwargs);
+// Defined in serving.cpp.
+void bindServing(py::module_& m, py::class_<StaticModule, std::shared_ptr<StaticModule>>& cls);
 
 namespace {
 
@@ -271,13 +273,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("pass_names", &passes::passNames,
         "Names of the optimization passes, in the order they run; any can go in disabled_passes.");
 
-  py::class_<StaticModule, std::shared_ptr<StaticModule>>(m, "StaticModule", R"doc(
+  py::class_<StaticModule, std::shared_ptr<StaticModule>> static_module(m, "StaticModule", R"doc(
 A TorchScript module prepared once into an immutable program.
 
 Built from a ``torch.jit.ScriptModule`` (scripted, traced or frozen; left untouched: a frozen
 copy is prepared), a scripted function, or the path of an archive written by ``torch.jit.save``.
 Calls are thread-safe: each concurrent caller runs on its own runtime, and the GIL is released
-while the model runs. Gradients are not recorded.)doc")
+while the model runs. Gradients are not recorded.)doc");
+  static_module
       .def(py::init(&makeStaticModule), py::arg("module_or_path"), R"doc(
 __init__(module_or_path, **options)
 
@@ -317,4 +320,5 @@ fallback_nodes), "out_variant_nodes", "native_nodes", "fallback_nodes", "fallbac
           "options", [](const StaticModule& module) { return optionsToDict(module.options()); },
           "The StaticModuleOptions the module was built with, as a dict.")
       .def("__repr__", &repr);
+  bindServing(m, static_module);
 }

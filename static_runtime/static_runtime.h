@@ -8,3 +8,4 @@
 #include "static_runtime/static_method.h"   // IWYU pragma: export
 #include "static_runtime/static_module.h"   // IWYU pragma: export
 #include "static_runtime/stats.h"           // IWYU pragma: export
+#include "static_runtime/tensor_io.h"       // IWYU pragma: export

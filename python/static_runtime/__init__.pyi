@@ -1,5 +1,5 @@
 import os
-from typing import Any, Dict, Iterable, List, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -37,6 +37,26 @@ class StaticModule:
         "fallback_ops"), planned memory ("managed_bytes", "managed_lower_bound_bytes") and what each
         optimization pass did ("passes": name, ran, changed, nodes_before, nodes_after)."""
         ...
+    def run(
+        self,
+        inputs: Union[Sequence[torch.Tensor], Dict[str, torch.Tensor]],
+        outputs: Optional[Union[Sequence[torch.Tensor], Dict[str, torch.Tensor]]] = None,
+    ) -> Any:
+        """Without outputs: forward(*inputs) or forward(**inputs). With outputs (preallocated,
+        contiguous, same dtype, large enough): writes each tensor output into them and returns
+        the actual shapes."""
+        ...
+    def run_async(self, *args: Any, **kwargs: Any) -> torch.futures.Future:
+        """Runs forward on ATen's inter-op pool; wait() returns the outputs or raises the error."""
+        ...
+    @property
+    def input_names(self) -> List[str]:
+        """forward's parameter names."""
+        ...
+    @property
+    def output_names(self) -> List[str]:
+        """output_0, output_1, ...: the names run(inputs, outputs) uses."""
+        ...
     @property
     def graph(self) -> str:
         """The prepared TorchScript graph, as text."""
@@ -49,3 +69,20 @@ class StaticModule:
     def options(self) -> Dict[str, Any]:
         """The StaticModuleOptions the module was built with."""
         ...
+
+class RuntimePool:
+    """A bounded pool of runtimes of one StaticModule; calls block while all are busy."""
+
+    def __init__(self, module: StaticModule, num_runtimes: int, intra_op_threads: int = 0) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def run(
+        self,
+        inputs: Union[Sequence[torch.Tensor], Dict[str, torch.Tensor]],
+        outputs: Optional[Union[Sequence[torch.Tensor], Dict[str, torch.Tensor]]] = None,
+    ) -> Any: ...
+    def run_async(self, *args: Any, **kwargs: Any) -> torch.futures.Future: ...
+    @property
+    def num_runtimes(self) -> int: ...
+    @property
+    def num_created(self) -> int: ...
+    intra_op_threads: int
