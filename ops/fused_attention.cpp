@@ -161,26 +161,57 @@ struct HeadShape {
   int64_t mask_col_stride = 0;
 };
 
-// In place, as ATen's vectorized last-dim softmax computes it: exp(x - max) / sum.
-void softmaxRow(float* row, int64_t n) {
-  float max = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  for (int64_t j = 0; j < n; ++j) {
-    nan |= std::isnan(row[j]);
-    max = std::max(max, row[j]);
+// Row reductions with 8 independent lanes, so the compiler vectorizes them without reordering
+// one accumulator (float sums are not associative); `a > b ? a : b` is exactly x86's maxps. The max
+// may miss a NaN of the row, but exp(NaN - max) puts it in the row's sum and so in every output,
+// the result ATen's NaN-propagating maximum gives.
+float rowMax(const float* row, int64_t n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      lanes[l] = lanes[l] > row[j + l] ? lanes[l] : row[j + l];
+    }
   }
-  if (nan) {
-    // ATen's vectorized maximum propagates NaN, so the whole row is NaN.
-    std::fill(row, row + n, std::numeric_limits<float>::quiet_NaN());
-    return;
+  for (; j < n; ++j) {
+    lanes[0] = lanes[0] > row[j] ? lanes[0] : row[j];
   }
-  vec::map(vec::UnaryOp::kAddScalar, row, row, n, {-max, 1.f});
-  vec::map(vec::UnaryOp::kExp, row, row, n);
+  return *std::max_element(lanes, lanes + kLanes);
+}
+
+float rowSum(const float* row, int64_t n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      lanes[l] += row[j + l];
+    }
+  }
+  for (; j < n; ++j) {
+    lanes[0] += row[j];
+  }
   float sum = 0.f;
-  for (int64_t j = 0; j < n; ++j) {
-    sum += row[j];
+  for (float lane : lanes) {
+    sum += lane;
   }
-  vec::map(vec::UnaryOp::kMulScalar, row, row, n, {1.f / sum});
+  return sum;
+}
+
+// Softmax of each row of `scores` ([rows, n], contiguous) in place, as ATen's vectorized last-dim
+// softmax computes it: exp(x - max) * (1 / sum), with ATen's vectorized exp over the whole block.
+void softmaxRows(float* scores, int64_t rows, int64_t n) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = scores + i * n;
+    vec::map(vec::UnaryOp::kAddScalar, row, row, n, {-rowMax(row, n), 1.f});
+  }
+  vec::map(vec::UnaryOp::kExp, scores, scores, rows * n);
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = scores + i * n;
+    vec::map(vec::UnaryOp::kMulScalar, row, row, n, {1.f / rowSum(row, n)});
+  }
 }
 
 // `scores` holds sq * sk floats. `out` is [sq, dv] with row stride out_ld.
@@ -188,20 +219,25 @@ void attendHead(const HeadShape& s, const float* q, const float* k, const float*
                 const float* mask, float* scores, float* out, int64_t out_ld) {
   cblas_sgemm(CblasRowMajor, s.q.transpose, s.kt.transpose, s.sq, s.sk, s.dk, s.scale, q, s.q.ld, k,
               s.kt.ld, 0.f, scores, s.sk);
-  for (int64_t i = 0; i < s.sq; ++i) {
-    float* row = scores + i * s.sk;
-    if (mask != nullptr) {
-      const float* mask_row = mask + i * s.mask_row_stride;
-      if (s.mask_col_stride == 1) {
-        vec::map(vec::BinaryOp::kAdd, row, mask_row, row, s.sk, {1.f});
-      } else {
-        for (int64_t j = 0; j < s.sk; ++j) {
-          row[j] += mask_row[j * s.mask_col_stride];
+  if (mask != nullptr) {
+    if (s.mask_col_stride == 1 && (s.mask_row_stride == s.sk || s.sq == 1)) {
+      // A dense [sq, sk] block: one call.
+      vec::map(vec::BinaryOp::kAdd, scores, mask, scores, s.sq * s.sk, {1.f});
+    } else {
+      for (int64_t i = 0; i < s.sq; ++i) {
+        float* row = scores + i * s.sk;
+        const float* mask_row = mask + i * s.mask_row_stride;
+        if (s.mask_col_stride == 1) {
+          vec::map(vec::BinaryOp::kAdd, row, mask_row, row, s.sk, {1.f});
+        } else {
+          for (int64_t j = 0; j < s.sk; ++j) {
+            row[j] += mask_row[j * s.mask_col_stride];
+          }
         }
       }
     }
-    softmaxRow(row, s.sk);
   }
+  softmaxRows(scores, s.sq, s.sk);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, s.v.transpose, s.sq, s.dv, s.sk, 1.f, scores, s.sk, v,
               s.v.ld, 0.f, out, out_ld);
 }
