@@ -145,6 +145,24 @@ TEST(MultiHeadAttentionFusion, FusedGraphMatchesThroughStaticModule) {
   }
 }
 
+// The block without a mask: no prim::If between the scaled scores and the softmax.
+std::string unmaskedBlockIr() {
+  std::string ir = blockIr();
+  const size_t begin = ir.find("  %cond : bool");
+  const size_t end = ir.find("  %p : Tensor");
+  ir.erase(begin, end - begin);
+  ir.replace(ir.find("aten::softmax(%sm"), 17, "aten::softmax(%ss");
+  return ir;
+}
+
+TEST(MultiHeadAttentionFusion, FusesTheBlockWithoutMask) {
+  auto graph = withConstantWeights(parsedGraph(unmaskedBlockIr()));
+  ASSERT_EQ(countKind(*graph, "prim::If"), 0u) << *graph;
+  auto fused = expectPassPreservesResults(fuseAttentionBlocks, graph, blockInputs(false), true);
+  EXPECT_EQ(countKind(*fused, "srt::multi_head_attention"), 1u) << *fused;
+  EXPECT_EQ(passes::countNodes(*fused->block()), 1u) << *fused;
+}
+
 struct NearMiss {
   const char* why;
   std::shared_ptr<torch::jit::Graph> graph;
