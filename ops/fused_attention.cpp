@@ -5,6 +5,7 @@
 // Fast path (float32, BLAS-compatible strides): per (batch, head) one sgemm for the scores straight
 // from the strided operands (for MHA: from the [B*S, 3D] projection in scratch, no copies), mask
 // and softmax row by row in place, and one sgemm writing the context into its slice of the output.
+// With several intra-op threads the heads are spread over them, each with its own score matrix.
 // Anything else runs the ATen reference, which is also what the JIT runs for these ops.
 #include <algorithm>
 #include <array>
@@ -14,6 +15,7 @@
 #include <optional>
 
 #include <ATen/Functions.h>
+#include <ATen/Parallel.h>
 #include <ATen/ops/resize_native.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/accumulate.h>
@@ -242,6 +244,44 @@ void attendHead(const HeadShape& s, const float* q, const float* k, const float*
               s.v.ld, 0.f, out, out_ld);
 }
 
+// ---- Heads over the intra-op threads. ----------------------------------------------------------
+
+constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
+
+int64_t roundToLine(int64_t floats) {
+  return (floats + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine;
+}
+
+// How many score matrices forEachHead needs: one per thread it may run on.
+int64_t scoreMatrices() {
+  return at::in_parallel_region() ? 1 : at::get_num_threads();
+}
+
+// attend(head, scores) for every head in [0, heads), each thread with its own score matrix of
+// `score_floats` floats from `scores` (scoreMatrices() of them). With several threads the heads
+// are spread over them and each GEMM runs on its caller's thread: a head's GEMMs are too small
+// to split (128 x 128 x 16 in the zoo), and OpenBLAS's pool cannot serve several callers at once.
+template <typename Attend>
+void forEachHead(int64_t heads, float* scores, int64_t score_floats, const Attend& attend) {
+  const int64_t matrices = scoreMatrices();
+  if (matrices == 1 || heads == 1) {
+    useAtenThreadsForOpenBlas();
+    for (int64_t head = 0; head < heads; ++head) {
+      attend(head, scores);
+    }
+    return;
+  }
+  openblas_set_num_threads(1);
+  at::parallel_for(0, heads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t thread = at::in_parallel_region() ? at::get_thread_num() : 0;
+    TORCH_INTERNAL_ASSERT(thread < matrices, "srt attention: thread ", thread, " of ", matrices);
+    float* own = scores + thread * score_floats;
+    for (int64_t head = begin; head < end; ++head) {
+      attend(head, own);
+    }
+  });
+}
+
 // ---- srt::attention ----------------------------------------------------------------------------
 
 bool isFloatCpu(const at::Tensor& t) {
@@ -293,28 +333,26 @@ void attention(ProcessedNode& p) {
   if (out.numel() == 0) {
     return;
   }
-  auto* scores = static_cast<float*>(p.scratch(s.sq * s.sk * sizeof(float)));
+  const int64_t score_floats = roundToLine(s.sq * s.sk);
+  auto* scores = static_cast<float*>(p.scratch(scoreMatrices() * score_floats * sizeof(float)));
   const float* q_data = q.data_ptr<float>();
   const float* k_data = k.data_ptr<float>();
   const float* v_data = v.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
   const int64_t batches = c10::multiply_integers(batch_sizes);
-  useAtenThreadsForOpenBlas();
-  for (int64_t b = 0; b < batches; ++b) {
+  forEachHead(batches, scores, score_floats, [&](int64_t b, float* head_scores) {
     const float* mask_data =
         mask_layout->data == nullptr
             ? nullptr
             : mask_layout->data + batchOffset(b, batch_sizes, mask_layout->batch_strides);
     attendHead(s, q_data + batchOffset(b, batch_sizes, q.strides()),
                k_data + batchOffset(b, batch_sizes, k.strides()),
-               v_data + batchOffset(b, batch_sizes, v.strides()), mask_data, scores,
+               v_data + batchOffset(b, batch_sizes, v.strides()), mask_data, head_scores,
                out_data + b * s.sq * s.dv, s.dv);
-  }
+  });
 }
 
 // ---- srt::multi_head_attention -----------------------------------------------------------------
-
-constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
 
 void multiHeadAttention(ProcessedNode& p) {
   const at::Tensor& x = p.input(0).toTensor();
@@ -362,10 +400,12 @@ void multiHeadAttention(ProcessedNode& p) {
   if (out.numel() == 0) {
     return;
   }
-  // One scratch request: the [rows, 3 * d_model] projection, then one seq x seq score matrix.
-  const int64_t qkv_floats =
-      (rows * 3 * d_model + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine;
-  auto* qkv = static_cast<float*>(p.scratch((qkv_floats + seq * seq) * sizeof(float)));
+  // One scratch request: the [rows, 3 * d_model] projection, then a seq x seq score matrix per
+  // thread.
+  const int64_t qkv_floats = roundToLine(rows * 3 * d_model);
+  const int64_t score_floats = roundToLine(seq * seq);
+  auto* qkv =
+      static_cast<float*>(p.scratch((qkv_floats + scoreMatrices() * score_floats) * sizeof(float)));
   float* scores = qkv + qkv_floats;
   const int64_t qkv_ld = 3 * d_model;
 
@@ -408,18 +448,17 @@ void multiHeadAttention(ProcessedNode& p) {
               mask_layout->col_stride};
   float* out_data = out.data_ptr<float>();
   const std::array<int64_t, 2> batch_sizes{batch, heads};
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* rows_b = qkv + b * seq * qkv_ld;
-    for (int64_t h = 0; h < heads; ++h) {
-      const float* mask_data = mask_layout->data == nullptr
-                                   ? nullptr
-                                   : mask_layout->data + batchOffset(b * heads + h, batch_sizes,
-                                                                     mask_layout->batch_strides);
-      const float* q_h = rows_b + h * head_dim;
-      attendHead(s, q_h, q_h + d_model, q_h + 2 * d_model, mask_data, scores,
-                 out_data + b * seq * d_model + h * head_dim, d_model);
-    }
-  }
+  forEachHead(batch * heads, scores, score_floats, [&](int64_t pair, float* head_scores) {
+    const int64_t b = pair / heads;
+    const int64_t h = pair % heads;
+    const float* mask_data =
+        mask_layout->data == nullptr
+            ? nullptr
+            : mask_layout->data + batchOffset(pair, batch_sizes, mask_layout->batch_strides);
+    const float* q_h = qkv + b * seq * qkv_ld + h * head_dim;
+    attendHead(s, q_h, q_h + d_model, q_h + 2 * d_model, mask_data, head_scores,
+               out_data + b * seq * d_model + h * head_dim, d_model);
+  });
 }
 
 } // namespace

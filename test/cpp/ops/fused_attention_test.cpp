@@ -3,6 +3,7 @@
 // sizes, and the dtypes the fast path leaves to the reference.
 #include <limits>
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -143,6 +144,23 @@ TEST(FusedAttentionKernel, MultiHeadAttentionZeroSizesAndDouble) {
   sets.push_back(
       {x, torch::randn({3 * kModel, kModel}, torch::kDouble), c10::IValue(), c10::IValue()});
   expectKernelMatchesJit(kMultiHeadIr, sets, "srt::multi_head_attention");
+}
+
+TEST(FusedAttentionKernel, SerialAndThreadedHeadLoopsAgree) {
+  // One thread: one loop, OpenBLAS at the caller's count. Several: heads over the threads, each
+  // with its own score matrix; 3 threads for 2 x 4 heads leaves one thread a different share.
+  const int saved = at::get_num_threads();
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(threads);
+    at::set_num_threads(threads);
+    expectKernelMatchesJit(kMultiHeadIr, multiHeadSets(randn({2, 9, kModel})),
+                           "srt::multi_head_attention");
+    expectKernelMatchesJit(
+        kAttentionIr,
+        {{randn({2, 4, 9, 8}), randn({2, 4, 9, 8}), randn({2, 4, 9, 8}), randn({9, 9})}},
+        "srt::attention");
+  }
+  at::set_num_threads(saved);
 }
 
 } // namespace
