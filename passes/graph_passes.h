@@ -19,4 +19,11 @@ bool eliminateCommonSubexpressions(GraphPtr& graph);
 // LibTorch's dead-code elimination: drops nodes whose results nobody uses.
 bool eliminateDeadCode(GraphPtr& graph);
 
+// softmax(q @ kᵀ * scale [+ mask]) @ v -> srt::attention (passes/attention_fusion.cpp).
+bool fuseAttention(GraphPtr& graph);
+
+// QKV linears + head split + srt::attention + head merge -> srt::multi_head_attention, with the
+// three weights concatenated into one constant (passes/multi_head_attention_fusion.cpp).
+bool fuseMultiHeadAttention(GraphPtr& graph);
+
 } // namespace srt::passes

@@ -12,6 +12,10 @@ const std::vector<PassEntry>& optimizationPipeline() {
   static const std::vector<PassEntry> pipeline = {
       // First, so every later pattern sees one node per distinct computation.
       {"common_subexpression", eliminateCommonSubexpressions},
+      // Before copy variants: matches the plain aten ops of attention written out by hand.
+      {"attention_fusion", fuseAttention},
+      // After attention_fusion: grows its srt::attention nodes into whole MHA blocks.
+      {"multi_head_attention_fusion", fuseMultiHeadAttention},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

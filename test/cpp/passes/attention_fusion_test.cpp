@@ -1,0 +1,203 @@
+// attention_fusion (passes/attention_fusion.cpp): which spellings of softmax(q @ kᵀ * scale
+// [+ mask]) @ v become srt::attention, which near-misses do not, and that results do not change
+// (through the JIT, and through StaticModule with the fused kernel).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/pass_testing.h"
+#include "passes/graph_passes.h"
+
+namespace srt::testing {
+namespace {
+
+// The zoo's spelling: scale by a constant, the Optional mask behind `if mask is not None`.
+const char* kOptionalMask = R"JIT(
+def forward(self, q, k, v, mask: Optional[Tensor]=None):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * 0.25
+    if mask is not None:
+        scores = scores + mask
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT";
+
+// mask + scores (the mask on the left), div by the scale, k transposed positively after a
+// permute that fixes its rank.
+const char* kDivLeftMaskPermutedKey = R"JIT(
+def forward(self, q, k, v, mask):
+    kt = k.permute(0, 1, 3, 2)
+    scores = torch.matmul(q, kt) / 4.0
+    return torch.matmul(torch.softmax(mask + scores, -1), v)
+)JIT";
+
+const char* kNoScaleNoMask = R"JIT(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)), -1), v)
+)JIT";
+
+at::Tensor randn(at::IntArrayRef shape) {
+  return torch::randn(shape);
+}
+
+// Two shapes each: batch 1 and > 1, 4-D heads and 3-D.
+std::vector<GraphInputs> qkvSets() {
+  return {{randn({1, 2, 5, 8}), randn({1, 2, 5, 8}), randn({1, 2, 5, 8})},
+          {randn({3, 4, 7, 16}), randn({3, 4, 9, 16}), randn({3, 4, 9, 6})},
+          {randn({2, 6, 8}), randn({2, 6, 8}), randn({2, 6, 8})}};
+}
+
+std::vector<GraphInputs> withMask(std::vector<GraphInputs> sets, bool none_too) {
+  std::vector<GraphInputs> result;
+  for (GraphInputs& set : sets) {
+    const at::Tensor& q = set[0].toTensor();
+    const at::Tensor& k = set[1].toTensor();
+    std::vector<int64_t> scores(q.sizes().begin(), q.sizes().end());
+    scores.back() = k.size(-2);
+    GraphInputs masked = set;
+    masked.emplace_back(randn(scores)); // full [.., Sq, Sk]
+    result.push_back(masked);
+    GraphInputs broadcast = set;
+    broadcast.emplace_back(randn({q.size(-2), k.size(-2)})); // [Sq, Sk], broadcast over batch
+    result.push_back(broadcast);
+    if (none_too) {
+      set.emplace_back(c10::IValue());
+      result.push_back(set);
+    }
+  }
+  return result;
+}
+
+std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& sets) {
+  std::vector<InputSet> result;
+  for (const GraphInputs& set : sets) {
+    result.push_back(InputSet{set, {}});
+  }
+  return result;
+}
+
+void expectFusedOnce(const std::shared_ptr<torch::jit::Graph>& graph) {
+  EXPECT_EQ(countKind(*graph, "srt::attention"), 1u) << *graph;
+  for (const char* gone : {"aten::softmax", "aten::matmul", "aten::transpose", "aten::permute",
+                           "aten::mul", "aten::div", "aten::add", "prim::If"}) {
+    EXPECT_EQ(countKind(*graph, gone), 0u) << gone << " left in\n" << *graph;
+  }
+}
+
+TEST(AttentionFusion, FusesTheOptionalMaskBranch) {
+  auto fused = expectPassPreservesResults(passes::fuseAttention, preparedGraph(kOptionalMask),
+                                          withMask(qkvSets(), /*none_too=*/true),
+                                          /*expect_changed=*/true);
+  expectFusedOnce(fused);
+  EXPECT_EQ(countKind(*fused, "aten::__isnot__"), 0u) << *fused;
+}
+
+TEST(AttentionFusion, FusesDivScaleLeftMaskAndPermutedKey) {
+  std::vector<GraphInputs> sets;
+  for (GraphInputs set : withMask(qkvSets(), /*none_too=*/false)) {
+    if (set[0].toTensor().dim() == 4) {
+      sets.push_back(set);
+    }
+  }
+  expectFusedOnce(expectPassPreservesResults(passes::fuseAttention,
+                                             preparedGraph(kDivLeftMaskPermutedKey), sets, true));
+}
+
+TEST(AttentionFusion, FusesWithoutScaleOrMask) {
+  expectFusedOnce(expectPassPreservesResults(passes::fuseAttention, preparedGraph(kNoScaleNoMask),
+                                             qkvSets(), true));
+}
+
+TEST(AttentionFusion, MatchesJitThroughStaticModule) {
+  expectMatchesJit(kOptionalMask, asInputSets(withMask(qkvSets(), true)));
+  expectMatchesJit(kNoScaleNoMask, asInputSets(qkvSets()));
+}
+
+struct NearMiss {
+  const char* why;
+  const char* source;
+};
+
+const NearMiss kNearMisses[] = {
+    {"softmax over another dim", R"JIT(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25, -2), v)
+)JIT"},
+    {"softmax over dim 3 of a tensor of unknown rank", R"JIT(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25, 3), v)
+)JIT"},
+    {"scale not a constant", R"JIT(
+def forward(self, q, k, v, scale: float):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * scale, -1), v)
+)JIT"},
+    {"scores used elsewhere", R"JIT(
+def forward(self, q, k, v):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * 0.25
+    return torch.matmul(torch.softmax(scores, -1), v), scores
+)JIT"},
+    {"attention weights used elsewhere", R"JIT(
+def forward(self, q, k, v):
+    weights = torch.softmax(torch.matmul(q, k.transpose(-2, -1)), -1)
+    return torch.matmul(weights, v), weights
+)JIT"},
+    {"transpose of other dims", R"JIT(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-3, -1)), -1), v)
+)JIT"},
+    {"transpose(2, 3) of a tensor of unknown rank", R"JIT(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(2, 3)), -1), v)
+)JIT"},
+    {"mask added with alpha 2", R"JIT(
+def forward(self, q, k, v, mask):
+    scores = torch.add(torch.matmul(q, k.transpose(-2, -1)), mask, alpha=2)
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT"},
+    {"softmax to another dtype", R"JIT(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)), -1, 6), v)
+)JIT"},
+};
+
+TEST(AttentionFusion, LeavesNearMissesAlone) {
+  for (const NearMiss& miss : kNearMisses) {
+    SCOPED_TRACE(miss.why);
+    auto graph = preparedGraph(miss.source);
+    auto copy = graph->copy();
+    EXPECT_FALSE(passes::fuseAttention(copy)) << *copy;
+    EXPECT_EQ(countKind(*copy, "srt::attention"), 0u) << *copy;
+  }
+}
+
+TEST(AttentionFusion, LeavesAWrittenInputAlone) {
+  // v is written in place after the point where the fused node would read it.
+  auto graph = parsedGraph(R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %m1 : int = prim::Constant[value=-1]()
+  %m2 : int = prim::Constant[value=-2]()
+  %one : int = prim::Constant[value=1]()
+  %kt : Tensor = aten::transpose(%k, %m2, %m1)
+  %s : Tensor = aten::matmul(%q, %kt)
+  %p : Tensor = aten::softmax(%s, %m1, %none)
+  %w : Tensor = aten::add_(%v, %one, %one)
+  %out : Tensor = aten::matmul(%p, %v)
+  return (%out)
+)IR");
+  EXPECT_FALSE(passes::fuseAttention(graph)) << *graph;
+}
+
+TEST(AttentionFusion, FusesEveryBlockOfATwoLayerGraph) {
+  const char* source = R"JIT(
+def forward(self, q, k, v):
+    a = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.5, -1), v)
+    return torch.matmul(torch.softmax(torch.matmul(a, k.transpose(-2, -1)) * 0.5, -1), v)
+)JIT";
+  const std::vector<GraphInputs> sets = {{randn({2, 3, 4}), randn({2, 3, 4}), randn({2, 3, 4})},
+                                         {randn({1, 5, 8}), randn({1, 5, 8}), randn({1, 5, 8})}};
+  auto fused = expectPassPreservesResults(passes::fuseAttention, preparedGraph(source), sets, true);
+  EXPECT_EQ(countKind(*fused, "srt::attention"), 2u) << *fused;
+  expectMatchesJit(source, asInputSets(sets));
+}
+
+} // namespace
+} // namespace srt::testing
