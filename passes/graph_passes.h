@@ -19,4 +19,22 @@ bool eliminateCommonSubexpressions(GraphPtr& graph);
 // LibTorch's dead-code elimination: drops nodes whose results nobody uses.
 bool eliminateDeadCode(GraphPtr& graph);
 
+// What only depends on constants (`w.t()`, `w * 0.125`, `cat([wq, wk, wv])`) computed once, at
+// build time, where LibTorch's constant propagation left it (constant_folding.cpp).
+bool foldConstants(GraphPtr& graph);
+
+// BatchNorm after a convolution folded into the convolution's weight and bias (LibTorch's
+// FoldFrozenConvBatchnorm; constant_folding.cpp).
+bool foldConvBatchNorm(GraphPtr& graph);
+
+// linear + relu / gelu / sigmoid / tanh / silu as one srt::fused_linear (linear_activation.cpp).
+bool fuseLinearActivation(GraphPtr& graph);
+
+// linear (or fused_linear) + add(residual) as one srt::fused_linear (gemm_residual_add.cpp).
+bool fuseGemmResidualAdd(GraphPtr& graph);
+
+// transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
+// folded into one srt::gemm (transpose_absorption.cpp).
+bool absorbTransposes(GraphPtr& graph);
+
 } // namespace srt::passes
