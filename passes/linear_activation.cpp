@@ -2,7 +2,11 @@
 // which applies the activation to the GEMM's output while it is still in cache (oneDNN post-op, or
 // one vectorized pass right after the GEMM). The pattern matcher only matches when the linear's
 // output has no other use: a pre-activation value needed elsewhere stays unfused.
+// Linears spelled as matmul(x, W) (+ b) or addmm(b, x, W) with constant W and b are first
+// rewritten as aten::linear with the constant W.t(), so they fuse the same way.
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -54,10 +58,124 @@ SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("gelu", "%r = aten::gelu(%y, %a
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("gelu_tanh", "%r = aten::gelu(%y, %approximate)",
                                                  ", %approximate", approximateIs("tanh"))});
 
+using torch::jit::Node;
+using torch::jit::Value;
+
+// A constant 2-D float tensor: a weight linear can take as W.t().
+std::optional<at::Tensor> constantMatrix(const Value* value) {
+  const auto constant = torch::jit::toIValue(value);
+  if (!constant || !constant->isTensor()) {
+    return std::nullopt;
+  }
+  const at::Tensor& t = constant->toTensor();
+  if (t.dim() != 2 || t.scalar_type() != at::kFloat || t.requires_grad()) {
+    return std::nullopt;
+  }
+  return t;
+}
+
+// A constant 1-D bias of `n` float values.
+bool isConstantBias(const Value* value, int64_t n) {
+  const auto constant = torch::jit::toIValue(value);
+  if (!constant || !constant->isTensor()) {
+    return false;
+  }
+  const at::Tensor& t = constant->toTensor();
+  return t.dim() == 1 && t.size(0) == n && t.scalar_type() == at::kFloat && !t.requires_grad();
+}
+
+bool isIntOne(const Value* value) {
+  const auto constant = torch::jit::constant_as<int64_t>(value);
+  return constant && *constant == 1 && value->type()->kind() == c10::TypeKind::IntType;
+}
+
+// linear(input, weight.t() as a new constant, bias) replacing `replaced`'s output.
+void replaceWithLinear(Node* replaced, Value* input, const at::Tensor& weight, Value* bias) {
+  torch::jit::Graph& graph = *replaced->owningGraph();
+  const torch::jit::WithInsertPoint here(replaced);
+  Value* inputs[] = {input, graph.insertConstant(weight.t().contiguous()),
+                     bias ? bias : graph.insertConstant(c10::IValue())};
+  Node* linear = graph.insertNode(graph.create(c10::aten::linear, inputs));
+  linear->output()->setType(c10::TensorType::get());
+  linear->setSourceRange(replaced->sourceRange());
+  linear->setScope(replaced->scope());
+  replaced->output()->replaceAllUsesWith(linear->output());
+}
+
+// matmul(x, W) [+ b] with constant W [K, N] (and b [N], alpha 1, matmul's only use): numerically
+// the same GEMM; the bias joins it as linear's (ATen: addmm's beta = 1 accumulation).
+bool matmulAsLinear(Node* matmul) {
+  if (!matmul->matches("aten::matmul(Tensor self, Tensor other) -> Tensor")) {
+    return false;
+  }
+  const std::optional<at::Tensor> weight = constantMatrix(matmul->input(1));
+  if (!weight) {
+    return false;
+  }
+  const auto& uses = matmul->output()->uses();
+  if (uses.size() == 1) {
+    Node* add = uses[0].user;
+    if (add->matches("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor") &&
+        isIntOne(add->input(2))) {
+      Value* bias = add->input(uses[0].offset == 0 ? 1 : 0);
+      if (isConstantBias(bias, weight->size(1))) {
+        replaceWithLinear(add, matmul->input(0), *weight, bias);
+        add->destroy();
+        matmul->destroy();
+        return true;
+      }
+    }
+  }
+  replaceWithLinear(matmul, matmul->input(0), *weight, nullptr);
+  matmul->destroy();
+  return true;
+}
+
+// addmm(b, x, W, beta=1, alpha=1) with constant W [K, N] and b [N].
+bool addmmAsLinear(Node* addmm) {
+  if (!addmm->matches("aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
+                      "Scalar alpha=1) -> Tensor") ||
+      !isIntOne(addmm->input(3)) || !isIntOne(addmm->input(4))) {
+    return false;
+  }
+  const std::optional<at::Tensor> weight = constantMatrix(addmm->input(2));
+  if (!weight || !isConstantBias(addmm->input(0), weight->size(1))) {
+    return false;
+  }
+  replaceWithLinear(addmm, addmm->input(1), *weight, addmm->input(0));
+  addmm->destroy();
+  return true;
+}
+
+void collectGemms(torch::jit::Block* block, std::vector<Node*>& gemms) {
+  for (Node* node : block->nodes()) {
+    for (torch::jit::Block* sub_block : node->blocks()) {
+      collectGemms(sub_block, gemms);
+    }
+    if (node->kind() == c10::aten::matmul || node->kind() == c10::aten::addmm) {
+      gemms.push_back(node);
+    }
+  }
+}
+
+// Every such matmul / addmm becomes a linear (the same GEMM, its weight pre-packed the same way),
+// so the patterns below see one spelling.
+bool linearsFromMatmulAndAddmm(GraphPtr& graph) {
+  std::vector<Node*> gemms;
+  collectGemms(graph->block(), gemms);
+  bool changed = false;
+  for (Node* gemm : gemms) {
+    changed =
+        (gemm->kind() == c10::aten::matmul ? matmulAsLinear(gemm) : addmmAsLinear(gemm)) || changed;
+  }
+  return changed;
+}
+
 } // namespace
 
 bool fuseLinearActivation(GraphPtr& graph) {
-  return applyFusionPatterns(kFamily, graph);
+  const bool canonicalized = linearsFromMatmulAndAddmm(graph);
+  return applyFusionPatterns(kFamily, graph) || canonicalized;
 }
 
 } // namespace srt::passes

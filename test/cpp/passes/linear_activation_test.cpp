@@ -59,13 +59,13 @@ TEST(LinearActivation, FusesEveryActivation) {
 
 TEST(LinearActivation, LeavesNearMissesAlone) {
   // The pre-activation value is used elsewhere; an activation the kernel does not have; an
-  // activation of a matmul, not of a linear; a gelu whose mode is not a constant.
+  // activation of a matmul of two inputs, not of a linear; a gelu whose mode is not a constant.
   auto graph = prepared(withWeights(R"JIT(
 def forward(self, x, mode: str):
     y = torch.linear(x, self.w, self.b)
     a = torch.relu(y)
     b = torch.leaky_relu(torch.linear(x * 2.0, self.w, self.b), 0.1)
-    c = torch.relu(torch.matmul(x, self.w.t()))
+    c = torch.relu(torch.matmul(x, x.transpose(-2, -1)))
     d = torch.gelu(torch.linear(x * 3.0, self.w, self.b), approximate=mode)
     return a, y, b, c, d
 )JIT"));
@@ -91,6 +91,49 @@ TEST(LinearActivation, FusedModuleMatchesJitOnEveryBackend) {
     EXPECT_EQ(stats.fallback_ops.count("srt::fused_linear"), 0u);
     expectMatchesJit(module, inputs, options);
   }
+}
+
+// The same linears spelled as matmul (+ bias) and addmm with constant weights.
+constexpr const char* kMatmulSpellings = R"JIT(
+def forward(self, x):
+    wt = self.w.t()
+    a = torch.relu(torch.matmul(x, wt) + self.b)
+    b = torch.tanh(self.b + torch.matmul(x * 2.0, wt))
+    c = torch.sigmoid(torch.matmul(x * 3.0, wt))
+    d = torch.silu(torch.addmm(self.b, x.reshape([-1, 8]), wt))
+    return a, b, c, d
+)JIT";
+
+TEST(LinearActivation, FusesMatmulAndAddmmSpellings) {
+  const torch::jit::Module module = withWeights(kMatmulSpellings);
+  auto graph = prepared(module);
+  auto fused = expectPassPreservesResults(passes::fuseLinearActivation, graph, kInputSets,
+                                          /*expect_changed=*/true);
+  EXPECT_EQ(countKind(*fused, "srt::fused_linear"), 4u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::matmul"), 0u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::addmm"), 0u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::add"), 0u) << *fused;
+  const std::vector<InputSet> inputs = {{{torch::randn({4, 8})}, {}},
+                                        {{torch::randn({2, 3, 8})}, {}}};
+  expectMatchesJit(module, inputs);
+}
+
+TEST(LinearActivation, MatmulWithInputWeightOrBiasAlphaStays) {
+  auto graph = prepared(withWeights(R"JIT(
+def forward(self, x, w):
+    a = torch.relu(torch.matmul(x, w))
+    b = torch.relu(torch.add(torch.matmul(x, self.w.t()), self.b, alpha=2))
+    return a, b
+)JIT"));
+  std::vector<GraphInputs> inputs;
+  for (const GraphInputs& set : kInputSets) {
+    inputs.push_back({set[0], torch::randn({8, 16})});
+  }
+  auto rewritten = expectPassPreservesResults(passes::fuseLinearActivation, graph, inputs, true);
+  // The constant-weight matmul is a linear now, but its alpha-2 add is not a bias.
+  EXPECT_EQ(countKind(*rewritten, "aten::matmul"), 1u) << *rewritten;
+  EXPECT_EQ(countKind(*rewritten, "aten::add"), 1u) << *rewritten;
+  EXPECT_EQ(countKind(*rewritten, "srt::fused_linear"), 0u) << *rewritten;
 }
 
 TEST(LinearActivation, ZooMlpHasOneNodePerLinearAndRelu) {
