@@ -79,6 +79,58 @@ AddendMode addendMode(const GemmProblem& problem) {
                                                                    : AddendMode::kSum;
 }
 
+// A fused node's epilogue as post-ops: dst = output_scale * act(gemm + bias), then plus
+// residual_scale * the residual copied into dst beforehand (a sum post-op).
+struct PostOps {
+  Activation activation = Activation::kNone;
+  double output_scale = 1.0;
+  bool residual_sum = false;
+  double residual_scale = 1.0;
+
+  bool operator==(const PostOps& o) const {
+    return activation == o.activation && output_scale == o.output_scale &&
+           residual_sum == o.residual_sum && residual_scale == o.residual_scale;
+  }
+};
+
+PostOps postOpsFor(const GemmEpilogue& epilogue) {
+  PostOps post_ops;
+  post_ops.activation = epilogue.activation;
+  if (epilogue.has_residual) {
+    post_ops.residual_sum = true;
+    // add(residual, y, alpha) scales y; add(y, residual, alpha) scales the residual.
+    (epilogue.residual_first ? post_ops.output_scale : post_ops.residual_scale) = epilogue.alpha;
+  }
+  return post_ops;
+}
+
+// oneDNN's eltwise algorithm and its (alpha, beta) parameters for an activation.
+struct Eltwise {
+  dnnl::algorithm algorithm;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+
+Eltwise eltwiseFor(Activation activation) {
+  switch (activation) {
+  case Activation::kRelu:
+    return {dnnl::algorithm::eltwise_relu};
+  case Activation::kGelu:
+    return {dnnl::algorithm::eltwise_gelu_erf};
+  case Activation::kGeluTanh:
+    return {dnnl::algorithm::eltwise_gelu_tanh};
+  case Activation::kSigmoid:
+    return {dnnl::algorithm::eltwise_logistic};
+  case Activation::kTanh:
+    return {dnnl::algorithm::eltwise_tanh};
+  case Activation::kSilu:
+    return {dnnl::algorithm::eltwise_swish, 1.f}; // x * sigmoid(1 * x)
+  case Activation::kNone:
+    break;
+  }
+  return {dnnl::algorithm::eltwise_linear, 1.f}; // the identity
+}
+
 // What a primitive was built for.
 struct PrimitiveKey {
   int64_t m = -1;
@@ -86,10 +138,11 @@ struct PrimitiveKey {
   double alpha = 1.0;
   double beta = 0.0;
   AddendMode addend = AddendMode::kNone;
+  PostOps epilogue;
 
   bool operator==(const PrimitiveKey& o) const {
     return m == o.m && threads == o.threads && alpha == o.alpha && beta == o.beta &&
-           addend == o.addend;
+           addend == o.addend && epilogue == o.epilogue;
   }
 };
 
@@ -120,9 +173,23 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
   if (key.alpha != 1.0) {
     attr.set_output_scales(0, {static_cast<float>(key.alpha)});
   }
+  dnnl::post_ops post_ops;
   if (key.addend == AddendMode::kSum) {
-    dnnl::post_ops post_ops;
     post_ops.append_sum(static_cast<float>(key.beta));
+  }
+  const PostOps& epilogue = key.epilogue;
+  if (epilogue.activation != Activation::kNone) {
+    const Eltwise eltwise = eltwiseFor(epilogue.activation);
+    post_ops.append_eltwise(1.f, eltwise.algorithm, eltwise.alpha, eltwise.beta);
+  }
+  if (epilogue.output_scale != 1.0) {
+    post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear,
+                            static_cast<float>(epilogue.output_scale), 0.f);
+  }
+  if (epilogue.residual_sum) {
+    post_ops.append_sum(static_cast<float>(epilogue.residual_scale));
+  }
+  if (post_ops.len() > 0) {
     attr.set_post_ops(post_ops);
   }
   try {
@@ -178,6 +245,12 @@ void execute(OneDnnGemmState& state, ProcessedNode& p, const at::Tensor& a, cons
 
 std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
                                                KernelFunction aten_kernel) {
+  return makeOneDnnKernel(weight, lower, std::move(aten_kernel), GemmEpilogue{}, -1, -1);
+}
+
+std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
+                                               KernelFunction aten_kernel, GemmEpilogue epilogue,
+                                               int residual_input, int alpha_input) {
   if (weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_cpu() ||
       weight.numel() == 0) {
     return std::nullopt;
@@ -188,10 +261,30 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
   } catch (const dnnl::error&) {
     return std::nullopt; // no matmul implementation on this CPU: ATen runs the node
   }
-  return [packed, lower, aten_kernel = std::move(aten_kernel)](ProcessedNode& p) {
+  return [packed, lower, aten_kernel = std::move(aten_kernel), epilogue, residual_input,
+          alpha_input](ProcessedNode& p) {
     std::optional<GemmProblem> problem = lower(p);
     if (!problem || problem->batchDims() != 0 || problem->a.scalar_type() != at::kFloat ||
         !problem->a.is_cpu() || problem->k() != packed->k || problem->n() != packed->n) {
+      aten_kernel(p);
+      return;
+    }
+    const AddendMode mode = addendMode(*problem);
+    GemmEpilogue run_epilogue = epilogue;
+    at::Tensor residual;
+    if (epilogue.has_residual) {
+      const at::Scalar alpha = p.input(alpha_input).toScalar();
+      residual = p.input(residual_input).toTensor();
+      if (alpha.isComplex() || !epilogueFitsInPlace(epilogue, problem->out_sizes, residual)) {
+        aten_kernel(p);
+        return;
+      }
+      run_epilogue.alpha = alpha.toDouble();
+    }
+    const PostOps post_ops = postOpsFor(run_epilogue);
+    // Both sum post-ops would read the output's prior contents: a fused node whose bias is not a
+    // row takes the other path.
+    if (mode == AddendMode::kSum && !(post_ops == PostOps{})) {
       aten_kernel(p);
       return;
     }
@@ -200,10 +293,10 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
       resizeForGemm(out, *problem);
       return;
     }
-    const AddendMode mode = addendMode(*problem);
     // beta matters only to the sum post-op; keying on it otherwise would only cause rebuilds.
-    const PrimitiveKey key{problem->m(), useAtenThreadsForOneDnn(), problem->alpha,
-                           mode == AddendMode::kSum ? problem->beta : 0.0, mode};
+    const PrimitiveKey key{problem->m(),   useAtenThreadsForOneDnn(),
+                           problem->alpha, mode == AddendMode::kSum ? problem->beta : 0.0,
+                           mode,           post_ops};
     auto& state = p.state<OneDnnGemmState>();
     if (!state.built || !(state.key == key)) {
       build(state, key, *packed);
@@ -217,6 +310,9 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
     const at::Tensor out_view = resizeForGemm(out, *problem);
     if (key.addend == AddendMode::kSum) {
       out_view.copy_(problem->addend);
+    }
+    if (post_ops.residual_sum) {
+      out.copy_(residual); // broadcasts a residual row or column
     }
     execute(state, p, a, problem->addend, out_view);
   };

@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "ops/gemm_epilogue.h"
 #include "ops/gemm_problem.h"
 #include "ops/kernel.h"
 
@@ -22,5 +23,14 @@ using GemmLowering = std::optional<GemmProblem> (*)(ProcessedNode&);
 // runtime, rebuilt when M, the thread count, alpha or beta change.
 std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
                                                KernelFunction aten_kernel);
+
+// A fused GEMM (srt::fused_linear): the same, with `epilogue` run as oneDNN post-ops (eltwise for
+// the activation, a sum post-op for the residual, which is first copied into the output). The
+// residual is the node's input `residual_input`, alpha its input `alpha_input` (when the
+// epilogue has a residual). A residual that does not broadcast to the output, or a bias that is
+// not one value per column, runs `aten_kernel`.
+std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
+                                               KernelFunction aten_kernel, GemmEpilogue epilogue,
+                                               int residual_input, int alpha_input);
 
 } // namespace srt::ops

@@ -25,5 +25,22 @@ bool fuseAttention(GraphPtr& graph);
 // QKV linears + head split + srt::attention + head merge -> srt::multi_head_attention, with the
 // three weights concatenated into one constant (passes/multi_head_attention_fusion.cpp).
 bool fuseMultiHeadAttention(GraphPtr& graph);
+// What only depends on constants (`w.t()`, `w * 0.125`, `cat([wq, wk, wv])`) computed once, at
+// build time, where LibTorch's constant propagation left it (constant_folding.cpp).
+bool foldConstants(GraphPtr& graph);
+
+// BatchNorm after a convolution folded into the convolution's weight and bias (LibTorch's
+// FoldFrozenConvBatchnorm; constant_folding.cpp).
+bool foldConvBatchNorm(GraphPtr& graph);
+
+// linear + relu / gelu / sigmoid / tanh / silu as one srt::fused_linear (linear_activation.cpp).
+bool fuseLinearActivation(GraphPtr& graph);
+
+// linear (or fused_linear) + add(residual) as one srt::fused_linear (gemm_residual_add.cpp).
+bool fuseGemmResidualAdd(GraphPtr& graph);
+
+// transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
+// folded into one srt::gemm (transpose_absorption.cpp).
+bool absorbTransposes(GraphPtr& graph);
 
 } // namespace srt::passes

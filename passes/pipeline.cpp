@@ -12,10 +12,22 @@ const std::vector<PassEntry>& optimizationPipeline() {
   static const std::vector<PassEntry> pipeline = {
       // First, so every later pattern sees one node per distinct computation.
       {"common_subexpression", eliminateCommonSubexpressions},
-      // Before copy variants: matches the plain aten ops of attention written out by hand.
+      // Before the fusions: their patterns and kernels see weights as constants (pre-packable).
+      {"constant_folding", foldConstants},
+      // After constant_folding: it needs the conv weight and the BatchNorm statistics as constants.
+      {"conv_bn_folding", foldConvBatchNorm},
+      // Before the GEMM fusions and copy variants: matches the plain aten ops of attention
+      // written out by hand (its out_proj and q @ k^T would otherwise be taken by them).
       {"attention_fusion", fuseAttention},
       // After attention_fusion: grows its srt::attention nodes into whole MHA blocks.
       {"multi_head_attention_fusion", fuseMultiHeadAttention},
+      // After attention fusion (which owns matmul-softmax-matmul and its projections).
+      {"linear_activation", fuseLinearActivation},
+      // After linear_activation, so linear + activation + residual ends as one node.
+      {"gemm_residual_add", fuseGemmResidualAdd},
+      // After constant_folding (a constant w.t() is better folded than absorbed) and after
+      // attention fusion, which matches q @ k.transpose(-2, -1) * scale itself.
+      {"transpose_absorption", absorbTransposes},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };
