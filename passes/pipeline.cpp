@@ -12,6 +12,15 @@ const std::vector<PassEntry>& optimizationPipeline() {
   static const std::vector<PassEntry> pipeline = {
       // First, so every later pattern sees one node per distinct computation.
       {"common_subexpression", eliminateCommonSubexpressions},
+      // After the fusions, whose patterns may contain chunk + ListUnpack or cat of a list.
+      {"list_unpack_fusion", fuseListUnpack},
+      {"variadic_cat_stack", useVariadicCatStack},
+      // After the fusions, so their patterns still see the original view ops.
+      {"copy_variants", useCopyVariants},
+      // After copy_variants: contiguous() of a fresh permute_copy is then provably a no-op.
+      {"remove_no_ops", removeNoOps},
+      // After remove_no_ops, so same-dtype to() is gone rather than split into two nodes.
+      {"maybe_copy_variants", useMaybeCopyVariants},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };
