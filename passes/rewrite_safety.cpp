@@ -15,11 +15,6 @@ bool mayReachGraphOutput(const torch::jit::AliasDb& alias_db, torch::jit::Graph&
   return alias_db.mayContainAlias(value, graph.outputs());
 }
 
-bool mayAliasGraphInput(const torch::jit::AliasDb& alias_db, torch::jit::Graph& graph,
-                        Value* value) {
-  return alias_db.mayContainAlias(value, graph.inputs());
-}
-
 bool layoutMayBeObserved(const torch::jit::AliasDb& alias_db, Value* value) {
   static const std::vector<c10::Symbol> observers = {
       c10::Symbol::fromQualString("aten::stride"),
@@ -33,8 +28,8 @@ bool layoutMayBeObserved(const torch::jit::AliasDb& alias_db, Value* value) {
     if (std::find(observers.begin(), observers.end(), user->kind()) != observers.end()) {
       return true;
     }
-    // Only top-level views are followed: a value passed into a sub-block is assumed observed.
-    if (!user->blocks().empty()) {
+    // Values handed to an If/Loop or returned from a block are assumed observed.
+    if (!user->blocks().empty() || user->kind() == c10::prim::Return) {
       return true;
     }
     for (Value* output : user->outputs()) {

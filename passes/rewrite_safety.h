@@ -19,13 +19,10 @@ namespace srt::passes {
 bool mayReachGraphOutput(const torch::jit::AliasDb& alias_db, torch::jit::Graph& graph,
                          torch::jit::Value* value);
 
-// True when `value` may share memory with a graph input (the caller's tensors).
-bool mayAliasGraphInput(const torch::jit::AliasDb& alias_db, torch::jit::Graph& graph,
-                        torch::jit::Value* value);
-
 // True when some reader may depend on `value`'s strides rather than only its elements: stride /
 // is_contiguous queries, as_strided, view (which fails on strides it cannot view), followed
-// through every view of `value`. A copy with other strides is then not interchangeable with it.
+// through every view of `value` (anything passed to an If/Loop or returned counts as observed). A
+// copy with other strides is then not interchangeable with it.
 bool layoutMayBeObserved(const torch::jit::AliasDb& alias_db, torch::jit::Value* value);
 
 // True for nodes of the graph's own block (not inside an If or Loop): the memory planner owns
