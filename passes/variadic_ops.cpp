@@ -4,8 +4,11 @@
 //   %l = prim::ListConstruct(%a, %b, %c)          %y = srt::variadic_cat(%a, %b, %c, %dim)
 //   %y = aten::cat(%l, %dim)                ->
 //
-// so no list is allocated and filled every run. Only when the cat/stack is the list's one user:
-// a list used elsewhere (appended to, returned, read again) must still exist.
+// so no list is allocated and filled every run. Only when every user of the list is such a
+// cat/stack (common-subexpression elimination may have merged the lists of several): a list used
+// otherwise (appended to, returned, read again) must still exist.
+#include <optional>
+
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "passes/graph_passes.h"
@@ -16,52 +19,59 @@ namespace {
 using torch::jit::Block;
 using torch::jit::Node;
 
-struct Replacement {
-  Node* node;
-  c10::Symbol variadic_kind;
-};
+// The variadic operator replacing `node`, when it is a cat/stack reading a list as its first input.
+std::optional<c10::Symbol> variadicKind(const torch::jit::Use& use) {
+  if (use.offset != 0) {
+    return std::nullopt;
+  }
+  if (use.user->matches("aten::cat(Tensor[] tensors, int dim=0) -> Tensor")) {
+    return c10::Symbol::fromQualString("srt::variadic_cat");
+  }
+  if (use.user->matches("aten::stack(Tensor[] tensors, int dim=0) -> Tensor")) {
+    return c10::Symbol::fromQualString("srt::variadic_stack");
+  }
+  return std::nullopt;
+}
 
-void collect(Block* block, std::vector<Replacement>& replacements) {
-  static const c10::Symbol variadic_cat = c10::Symbol::fromQualString("srt::variadic_cat");
-  static const c10::Symbol variadic_stack = c10::Symbol::fromQualString("srt::variadic_stack");
+void collect(Block* block, std::vector<Node*>& lists) {
   for (Node* node : block->nodes()) {
     for (Block* sub_block : node->blocks()) {
-      collect(sub_block, replacements);
+      collect(sub_block, lists);
     }
-    c10::Symbol variadic_kind;
-    if (node->matches("aten::cat(Tensor[] tensors, int dim=0) -> Tensor")) {
-      variadic_kind = variadic_cat;
-    } else if (node->matches("aten::stack(Tensor[] tensors, int dim=0) -> Tensor")) {
-      variadic_kind = variadic_stack;
-    } else {
+    if (node->kind() != c10::prim::ListConstruct || node->inputs().empty() ||
+        !node->output()->hasUses()) {
       continue;
     }
-    const Node* list = node->input(0)->node();
-    if (list->kind() != c10::prim::ListConstruct || list->inputs().empty() ||
-        node->input(0)->uses().size() != 1) {
-      continue;
+    bool only_cat_stack = true;
+    for (const torch::jit::Use& use : node->output()->uses()) {
+      only_cat_stack = only_cat_stack && variadicKind(use).has_value();
     }
-    replacements.push_back({node, variadic_kind});
+    if (only_cat_stack) {
+      lists.push_back(node);
+    }
   }
 }
 
 } // namespace
 
 bool useVariadicCatStack(GraphPtr& graph) {
-  std::vector<Replacement> replacements;
-  collect(graph->block(), replacements);
-  for (const Replacement& replacement : replacements) {
-    Node* node = replacement.node;
-    Node* list = node->input(0)->node();
-    Node* variadic = graph->create(replacement.variadic_kind, list->inputs(), 1);
-    variadic->addInput(node->input(1));
-    variadic->insertBefore(node);
-    variadic->output()->copyMetadata(node->output());
-    node->output()->replaceAllUsesWith(variadic->output());
-    node->destroy();
+  std::vector<Node*> lists;
+  collect(graph->block(), lists);
+  for (Node* list : lists) {
+    // Copied: replacing a user removes its use from the list's output.
+    const std::vector<torch::jit::Use> uses = list->output()->uses();
+    for (const torch::jit::Use& use : uses) {
+      Node* node = use.user;
+      Node* variadic = graph->create(*variadicKind(use), list->inputs(), 1);
+      variadic->addInput(node->input(1));
+      variadic->insertBefore(node);
+      variadic->output()->copyMetadata(node->output());
+      node->output()->replaceAllUsesWith(variadic->output());
+      node->destroy();
+    }
     list->destroy();
   }
-  return !replacements.empty();
+  return !lists.empty();
 }
 
 } // namespace srt::passes

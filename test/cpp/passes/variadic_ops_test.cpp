@@ -40,6 +40,23 @@ TEST(VariadicCatStack, ListsBuiltOnlyForCatOrStackDisappear) {
   expectMatchesJit(kCatAndStack, sets);
 }
 
+// Common-subexpression elimination merges equal lists: one list, several cats.
+TEST(VariadicCatStack, ListSharedByCatsAndStacks) {
+  const char* source = R"JIT(
+def forward(self, a, b):
+    l = [a, b]
+    return torch.cat(l, 0), torch.cat(l, -1), torch.stack(l, 0)
+)JIT";
+  const std::vector<GraphInputs> inputs = {{torch::randn({2, 3}), torch::randn({2, 3})},
+                                           {torch::randn({1, 2}), torch::randn({1, 2})}};
+  auto rewritten = expectRewrite(source, inputs, true);
+  EXPECT_EQ(countKind(*rewritten, "srt::variadic_cat"), 2u) << *rewritten;
+  EXPECT_EQ(countKind(*rewritten, "srt::variadic_stack"), 1u);
+  EXPECT_EQ(countKind(*rewritten, "prim::ListConstruct"), 0u);
+  expectMatchesJit(source, {{{torch::randn({2, 3}), torch::randn({2, 3})}},
+                            {{torch::randn({1, 2}), torch::randn({1, 2})}}});
+}
+
 TEST(VariadicCatStack, ListsUsedElsewhereStay) {
   const std::vector<GraphInputs> inputs = {{torch::randn({2, 3}), torch::randn({2, 3})},
                                            {torch::randn({1, 2}), torch::randn({1, 2})}};
@@ -50,11 +67,11 @@ def forward(self, a, b):
     return torch.cat(l, 0), l
 )JIT",
                 inputs, false);
-  // Read twice.
+  // Read by something else too.
   expectRewrite(R"JIT(
 def forward(self, a, b):
     l = [a, b]
-    return torch.cat(l, 0), torch.stack(l, 0)
+    return torch.cat(l, 0), len(l)
 )JIT",
                 inputs, false);
   // Appended to before the cat.
