@@ -43,7 +43,8 @@ TEST(CopyVariants, PermuteBeforeReshapeBecomesACopyAndTheReshapeAView) {
 
 TEST(CopyVariants, TheCopyIsPlannedWhereTheReshapeAllocatedEachRun) {
   StaticModuleOptions without_pass;
-  without_pass.disabled_passes = {"copy_variants"};
+  // maybe_copy_variants would plan this reshape's copy too.
+  without_pass.disabled_passes = {"copy_variants", "maybe_copy_variants"};
   const ModuleStats with = StaticModule(scriptModule(kPermuteThenReshape)).stats();
   const ModuleStats without = StaticModule(scriptModule(kPermuteThenReshape), without_pass).stats();
   EXPECT_EQ(with.num_managed_tensors, without.num_managed_tensors + 1);
@@ -93,13 +94,6 @@ def forward(self, x):
     return x.permute(0, 2, 1) + 1.0
 )JIT",
                 inputs, false);
-  // One of two readers does not copy.
-  expectRewrite(R"JIT(
-def forward(self, x):
-    y = x.permute(0, 2, 1)
-    return y.reshape(-1) * 2.0, y + 1.0
-)JIT",
-                inputs, false);
   // matmul folds batch dims that are still in order without a copy.
   expectRewrite(R"JIT(
 def forward(self, x):
@@ -114,12 +108,26 @@ def forward(self, x):
     return w + 1.0, w.is_contiguous()
 )JIT",
                 {{torch::randn({3, 4})}, {torch::randn({2, 2})}}, false);
-  // The permutation is not a constant.
-  expectRewrite(R"JIT(
+}
+
+// The permute stays a view when one of its readers takes any strides, or when its permutation is
+// not a constant; the reshape of it is then the copy.
+TEST(CopyVariants, PermutesThatMustStayLeaveTheCopyToTheReshape) {
+  auto mixed_readers = expectRewrite(R"JIT(
+def forward(self, x):
+    y = x.permute(0, 2, 1)
+    return y.reshape(-1) * 2.0, y + 1.0
+)JIT",
+                                     {{torch::randn({2, 3, 4})}, {torch::randn({3, 2, 5})}}, true);
+  EXPECT_EQ(countKind(*mixed_readers, "aten::permute"), 1u) << *mixed_readers;
+  EXPECT_EQ(countKind(*mixed_readers, "srt::reshape_copy"), 1u);
+  auto unknown_dims = expectRewrite(R"JIT(
 def forward(self, x, dims: List[int]):
     return x.permute(dims).reshape(-1) * 2.0
 )JIT",
-                {{torch::randn({2, 3}), c10::List<int64_t>({1, 0})}}, false);
+                                    {{torch::randn({2, 3}), c10::List<int64_t>({1, 0})}}, true);
+  EXPECT_EQ(countKind(*unknown_dims, "aten::permute"), 1u) << *unknown_dims;
+  EXPECT_EQ(countKind(*unknown_dims, "srt::reshape_copy"), 1u);
 }
 
 TEST(CopyVariants, ViewsWrittenInPlaceStayViews) {
