@@ -42,5 +42,20 @@ bool fuseGemmResidualAdd(GraphPtr& graph);
 // transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
 // folded into one srt::gemm (transpose_absorption.cpp).
 bool absorbTransposes(GraphPtr& graph);
+// chunk/split/unbind whose list is only unpacked -> one node with one output per piece.
+bool fuseListUnpack(GraphPtr& graph);
+
+// cat/stack of a list built only for them -> srt::variadic_cat/stack on the tensors themselves.
+bool useVariadicCatStack(GraphPtr& graph);
+
+// Views a reader would copy anyway (permute before reshape/matmul, reshape of a transpose)
+// -> srt::permute_copy / reshape_copy / flatten_copy into planned memory.
+bool useCopyVariants(GraphPtr& graph);
+
+// detach, contiguous of a contiguous tensor, to() of the same dtype, identity reshapes -> input.
+bool removeNoOps(GraphPtr& graph);
+
+// aten::to and strided reshapes -> copy into planned memory only when they must copy.
+bool useMaybeCopyVariants(GraphPtr& graph);
 
 } // namespace srt::passes

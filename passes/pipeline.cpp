@@ -28,6 +28,15 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After constant_folding (a constant w.t() is better folded than absorbed) and after
       // attention fusion, which matches q @ k.transpose(-2, -1) * scale itself.
       {"transpose_absorption", absorbTransposes},
+      // After the fusions, whose patterns may contain chunk + ListUnpack or cat of a list.
+      {"list_unpack_fusion", fuseListUnpack},
+      {"variadic_cat_stack", useVariadicCatStack},
+      // After the fusions, so their patterns still see the original view ops.
+      {"copy_variants", useCopyVariants},
+      // After copy_variants: contiguous() of a fresh permute_copy is then provably a no-op.
+      {"remove_no_ops", removeNoOps},
+      // After remove_no_ops, so same-dtype to() is gone rather than split into two nodes.
+      {"maybe_copy_variants", useMaybeCopyVariants},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };
