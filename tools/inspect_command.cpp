@@ -43,7 +43,7 @@ void printManagedMemory(const ModuleStats& stats) {
 void printPasses(const ModuleStats& stats) {
   std::cout << "optimization passes (nodes before -> after):\n";
   for (const passes::PassReport& report : stats.passes) {
-    std::cout << "  " << std::left << std::setw(24) << report.name;
+    std::cout << "  " << std::left << std::setw(30) << report.name;
     if (!report.ran) {
       std::cout << "disabled\n";
       continue;

@@ -207,6 +207,7 @@ def test_stats(net):
         "managed_lower_bound_bytes",
         "arena_reallocations",
         "memory_planner",
+        "passes",
     }
     assert stats["memory_planner"] == "greedy_by_size"
     assert stats["nodes"] > 0

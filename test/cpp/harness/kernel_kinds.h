@@ -25,10 +25,12 @@ inline std::map<std::string, std::set<ops::KernelKind>> kernelKinds(const Static
   return kinds;
 }
 
-// Every node of each listed operator in `source` runs with the listed kind.
+// Every node of each listed operator in `source` runs with the listed kind. Tests of an aten
+// kernel switch off the passes that would replace its nodes (e.g. variadic_cat_stack).
 inline void expectKinds(const std::string& source,
-                        const std::map<std::string, ops::KernelKind>& expected) {
-  StaticModule module(scriptModule(source));
+                        const std::map<std::string, ops::KernelKind>& expected,
+                        const StaticModuleOptions& options = {}) {
+  StaticModule module(scriptModule(source), options);
   const auto kinds = kernelKinds(module);
   for (const auto& [op, kind] : expected) {
     auto found = kinds.find(op);
@@ -39,6 +41,13 @@ inline void expectKinds(const std::string& source,
     EXPECT_EQ(found->second, std::set<ops::KernelKind>{kind})
         << op << " should run as " << ops::toString(kind);
   }
+}
+
+// Default options with one optimization pass switched off.
+inline StaticModuleOptions withoutPass(const std::string& pass) {
+  StaticModuleOptions options;
+  options.disabled_passes = {pass};
+  return options;
 }
 
 } // namespace srt::testing

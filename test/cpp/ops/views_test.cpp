@@ -122,10 +122,12 @@ def forward(self, x):
                             {{torch::randn({5, 3}, torch::kFloat64)}},
                             {{torch::randn({7, 3}).t()}},
                             {{torch::arange(8).view({2, 4})}}});
-  expectKinds(source, {{"aten::chunk", KernelKind::kNative},
-                       {"aten::split", KernelKind::kNative},
-                       {"aten::unbind", KernelKind::kNative},
-                       {"aten::split_with_sizes", KernelKind::kNative}});
+  expectKinds(source,
+              {{"aten::chunk", KernelKind::kNative},
+               {"aten::split", KernelKind::kNative},
+               {"aten::unbind", KernelKind::kNative},
+               {"aten::split_with_sizes", KernelKind::kNative}},
+              withoutPass("list_unpack_fusion"));
 }
 
 // Corner cases of ATen's view rules, which ops/strided_views.cpp re-implements.
