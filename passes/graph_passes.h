@@ -19,4 +19,8 @@ bool eliminateCommonSubexpressions(GraphPtr& graph);
 // LibTorch's dead-code elimination: drops nodes whose results nobody uses.
 bool eliminateDeadCode(GraphPtr& graph);
 
+// Element-wise fusion: chains of element-wise ops whose intermediates nothing else uses become
+// one srt::fused_elementwise node (passes/elementwise_fusion.cpp).
+bool fuseElementwiseChains(GraphPtr& graph);
+
 } // namespace srt::passes

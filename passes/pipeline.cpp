@@ -12,6 +12,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
   static const std::vector<PassEntry> pipeline = {
       // First, so every later pattern sees one node per distinct computation.
       {"common_subexpression", eliminateCommonSubexpressions},
+      // After the GEMM/attention fusions, so their epilogues (bias, activation) are theirs;
+      // what element-wise work is left becomes one loop per chain.
+      {"elementwise_fusion", fuseElementwiseChains},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };
