@@ -4,17 +4,18 @@
 //
 // The JIT runs the reference implementation: the program's ATen ops, one after another. Our
 // out-variant kernel compiles the program once per node and, when every tensor input is float32
-// (contiguous and shaped like the output, or one element) and every scalar real, runs the
-// bytecode over the output in L1-sized blocks (ops/fused_elementwise_bytecode.h). Anything else
-// (other dtypes, broadcasting shapes, strides) runs the reference: same results, same node.
+// (any shape that broadcasts, any strides) and every scalar real, runs the bytecode over the
+// output in L1-sized blocks (ops/fused_elementwise_bytecode.h). Anything else (other dtypes,
+// complex scalars) runs the reference: same results, same node.
 #include <array>
 #include <memory>
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/stack.h>
+#include <c10/util/accumulate.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <ATen/core/stack.h>
 #include <torch/library.h>
 
 #include "ops/fast_path.h"
@@ -157,7 +158,7 @@ private:
 #define SRT_COMPARISON(kind, fn)                                                                   \
   case OpKind::kind:                                                                               \
     return binary(                                                                                 \
-        ins, [](const at::Tensor& a, const at::Tensor& b) { return at::fn(a, b); },               \
+        ins, [](const at::Tensor& a, const at::Tensor& b) { return at::fn(a, b); },                \
         [](const at::Tensor& a, const c10::Scalar& b) { return at::fn(a, b); });
       SRT_COMPARISON(kGt, gt)
       SRT_COMPARISON(kLt, lt)
@@ -215,39 +216,102 @@ struct CompiledNode {
   std::vector<bool> is_self;
 };
 
-// Binds the inputs for the fast path and finds the output's shape; false when any input is not
-// a float32 CPU tensor shaped like the output or of one element, or a real scalar.
-bool bindFastPath(const ProcessedNode& p, const CompiledNode& compiled, InputBinding* bindings,
-                  at::DimVector& sizes) {
-  const at::Tensor* full = nullptr;
-  int64_t unit_dims = 0; // the most dimensions of a one-element tensor input
+// The output's sizes: the input tensors' broadcast together; false when they do not broadcast
+// (the reference reports it).
+bool broadcastSizes(const ProcessedNode& p, at::DimVector& sizes) {
+  sizes.clear();
+  for (size_t i = 1; i < p.numInputs(); ++i) {
+    if (!p.input(i).isTensor()) {
+      continue;
+    }
+    const at::IntArrayRef input = p.input(i).toTensor().sizes();
+    if (input.size() > sizes.size()) {
+      sizes.insert(sizes.begin(), input.size() - sizes.size(), 1);
+    }
+    const size_t lead = sizes.size() - input.size();
+    for (size_t d = 0; d < input.size(); ++d) {
+      int64_t& size = sizes[lead + d];
+      if (size == 1) {
+        size = input[d];
+      } else if (input[d] != 1 && input[d] != size) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// How input `t` is read for an output of `sizes`: streamed when laid out like it, a single
+// value, or gathered through `layout` (dimensions merged wherever the strides continue, so a
+// [C] bias over [N, C] is one dimension of stride 0 over N and one of stride 1 over C).
+// False when the merged layout still has more than kMaxDims dimensions.
+bool bindTensor(const at::Tensor& t, at::IntArrayRef sizes, InputBinding& binding,
+                InputLayout& layout) {
+  binding.layout = nullptr;
+  if (t.numel() == 1) {
+    binding.data = nullptr;
+    binding.value = *static_cast<const float*>(t.data_ptr());
+    return true;
+  }
+  binding.data = static_cast<const float*>(t.data_ptr());
+  // Innermost first: merged sizes and strides, reversed at the end.
+  at::DimVector merged_sizes;
+  at::DimVector merged_strides;
+  const int64_t lead = static_cast<int64_t>(sizes.size()) - t.dim();
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 1) {
+      continue;
+    }
+    const int64_t stride = d < lead || t.size(d - lead) == 1 ? 0 : t.stride(d - lead);
+    if (!merged_sizes.empty() && stride == merged_strides.back() * merged_sizes.back()) {
+      merged_sizes.back() *= sizes[d];
+      continue;
+    }
+    merged_sizes.push_back(sizes[d]);
+    merged_strides.push_back(stride);
+  }
+  if (merged_sizes.size() == 1 && merged_strides[0] == 1) {
+    return true; // laid out like the output
+  }
+  if (static_cast<int64_t>(merged_sizes.size()) > kMaxDims) {
+    return false;
+  }
+  layout.ndim = static_cast<int64_t>(merged_sizes.size());
+  for (int64_t d = 0; d < layout.ndim; ++d) {
+    layout.sizes[d] = merged_sizes[layout.ndim - 1 - d];
+    layout.strides[d] = merged_strides[layout.ndim - 1 - d];
+  }
+  binding.layout = &layout;
+  return true;
+}
+
+// What one fast-path run reads: kept on the stack, so binding allocates nothing.
+struct FastPathInputs {
+  std::array<InputBinding, kMaxInputs> bindings;
+  std::array<InputLayout, kMaxInputs> layouts;
+  at::DimVector sizes;
+};
+
+// Binds the inputs for the fast path and finds the output's sizes; false when an input is not a
+// float32 CPU tensor or a real scalar, or its layout does not fit (the reference runs then).
+bool bindFastPath(const ProcessedNode& p, const CompiledNode& compiled, FastPathInputs& fast) {
   const size_t num_inputs = p.numInputs() - 1;
   for (size_t i = 0; i < num_inputs; ++i) {
     const c10::IValue& input = p.input(i + 1);
-    InputBinding& binding = bindings[i];
     if (input.isTensor()) {
       const at::Tensor& t = input.toTensor();
       if (t.scalar_type() != at::kFloat || t.layout() != at::kStrided || !t.device().is_cpu() ||
           t.is_neg()) {
         return false;
       }
-      if (t.numel() == 1) {
-        binding.data = nullptr;
-        binding.value = *static_cast<const float*>(t.data_ptr());
-        unit_dims = std::max<int64_t>(unit_dims, t.dim());
-        continue;
-      }
-      if (!t.is_contiguous() || (full != nullptr && full->sizes() != t.sizes())) {
-        return false;
-      }
-      full = &t;
-      binding.data = static_cast<const float*>(t.data_ptr());
       continue;
     }
     if (compiled.is_self[i]) {
-      return false; // the reference names the problem
+      return false; // an op's self must be a tensor: the reference names the problem
     }
+    InputBinding& binding = fast.bindings[i];
     binding.data = nullptr;
+    binding.layout = nullptr;
     if (input.isDouble()) {
       binding.value = static_cast<float>(input.toDouble());
     } else if (input.isInt()) {
@@ -258,12 +322,18 @@ bool bindFastPath(const ProcessedNode& p, const CompiledNode& compiled, InputBin
       return false;
     }
   }
-  // Broadcasting one-element tensors against the full shape: leading ones when they have more
-  // dimensions.
-  const int64_t full_dims = full == nullptr ? 0 : full->dim();
-  sizes.assign(static_cast<size_t>(std::max<int64_t>(unit_dims - full_dims, 0)), 1);
-  if (full != nullptr) {
-    sizes.append(full->sizes().begin(), full->sizes().end());
+  if (!broadcastSizes(p, fast.sizes)) {
+    return false;
+  }
+  if (c10::multiply_integers(fast.sizes) == 0) {
+    return true; // nothing to read
+  }
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const c10::IValue& input = p.input(i + 1);
+    if (input.isTensor() &&
+        !bindTensor(input.toTensor(), fast.sizes, fast.bindings[i], fast.layouts[i])) {
+      return false;
+    }
   }
   return true;
 }
@@ -271,11 +341,12 @@ bool bindFastPath(const ProcessedNode& p, const CompiledNode& compiled, InputBin
 void runNode(const CompiledNode& compiled, ProcessedNode& p) {
   const size_t num_inputs = p.numInputs() - 1;
   if (compiled.bytecode) {
-    std::array<InputBinding, kMaxBuffers> bindings;
-    at::DimVector sizes;
-    if (bindFastPath(p, compiled, bindings.data(), sizes)) {
-      at::Tensor& out = contiguousOutput(p, 0, sizes, at::TensorOptions().dtype(at::kFloat));
-      run(*compiled.bytecode, bindings.data(), floatData(out), out.numel());
+    FastPathInputs fast;
+    if (bindFastPath(p, compiled, fast)) {
+      at::Tensor& out = contiguousOutput(p, 0, fast.sizes, at::TensorOptions().dtype(at::kFloat));
+      if (out.numel() > 0) {
+        run(*compiled.bytecode, fast.bindings.data(), floatData(out), out.numel());
+      }
       return;
     }
   }

@@ -216,6 +216,9 @@ private:
     if (returnsBool(program_.code.back().op)) {
       return "the result is a bool tensor";
     }
+    if (code_.num_inputs > kMaxInputs) {
+      return "more than " + std::to_string(kMaxInputs) + " inputs";
+    }
     if (code_.num_inputs + program_.code.size() > kMaxBuffers) {
       return "too many inputs and values for the loops' buffers";
     }
@@ -305,14 +308,13 @@ private:
     case OpKind::kClamp:
     case OpKind::kClampMin:
     case OpKind::kClampMax: {
-      const bool has_min = instruction.op != OpKind::kClampMax &&
-                           args[1].kind == Operand::Kind::kNumber;
+      const bool has_min =
+          instruction.op != OpKind::kClampMax && args[1].kind == Operand::Kind::kNumber;
       const Operand& max_operand = args[instruction.op == OpKind::kClamp ? 2 : 1];
-      const bool has_max = instruction.op != OpKind::kClampMin &&
-                           max_operand.kind == Operand::Kind::kNumber;
-      Step step{has_min && has_max ? VecOp::kClamp
-                                   : (has_min ? VecOp::kClampMin : VecOp::kClampMax),
-                0};
+      const bool has_max =
+          instruction.op != OpKind::kClampMin && max_operand.kind == Operand::Kind::kNumber;
+      Step step{
+          has_min && has_max ? VecOp::kClamp : (has_min ? VecOp::kClampMin : VecOp::kClampMax), 0};
       step.a = has_min ? toFloat(args[1].number) : 0.f;
       step.b = has_max ? toFloat(max_operand.number) : 0.f;
       return step;

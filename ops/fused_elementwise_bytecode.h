@@ -65,9 +65,9 @@ struct Step {
   float b = 0.f;
 };
 
-// Buffers (registers, constants, broadcast inputs) live in this many floats of stack per call,
-// 24 KiB: the block shrinks as their number grows so that they stay in L1 next to the streamed
-// inputs.
+// Buffers (registers, constants, broadcast and gathered inputs) live in this many floats of stack
+// per call, 24 KiB: the block shrinks as their number grows so that they stay in L1 next to the
+// streamed inputs.
 constexpr int64_t kBufferFloats = 6144;
 constexpr int64_t kMaxBlock = 1024;
 // Blocks are whole cache lines (and whole AVX-512 vectors).
@@ -83,7 +83,9 @@ struct Bytecode {
   uint32_t num_registers = 0;
 
   uint32_t firstConstantSlot() const { return num_inputs; }
-  uint32_t firstRegisterSlot() const { return num_inputs + static_cast<uint32_t>(constants.size()); }
+  uint32_t firstRegisterSlot() const {
+    return num_inputs + static_cast<uint32_t>(constants.size());
+  }
 };
 
 // Compiles `program` for float32 inputs, or explains why it cannot run on the fast path (a bool
@@ -91,14 +93,31 @@ struct Bytecode {
 // `num_inputs` is the node's input count beside the program.
 std::optional<Bytecode> compile(const Program& program, uint32_t num_inputs, std::string* why);
 
-// One input of one run: a float32 tensor shaped like the output, or a single value (a scalar,
-// or a one-element tensor) broadcast to every element.
-struct InputBinding {
-  const float* data = nullptr; // element i of the output reads data[i]; null: broadcast `value`
-  float value = 0.f;
+// The most inputs a fused node runs on the fast path with (more run the reference).
+constexpr uint32_t kMaxInputs = 32;
+// The most dimensions of an input's layout once merged (see InputLayout).
+constexpr int64_t kMaxDims = 8;
+
+// How an input that is neither shaped like the output nor a single value is read: element
+// (i0, ..., in) of the output, in these sizes (the output's, with dimensions merged where the
+// input's strides allow), reads data[i0 * strides[0] + ... + in * strides[n]]. A broadcast
+// dimension has stride 0; a transposed input has its own strides.
+struct InputLayout {
+  int64_t ndim = 0;
+  int64_t sizes[kMaxDims];
+  int64_t strides[kMaxDims];
 };
 
-// out[begin, end) of the program; `inputs` has code.num_inputs entries. Splits large ranges over
+// One input of one run: a float32 tensor laid out like the output (read in place), a single
+// value broadcast to every element (a scalar, or a one-element tensor), or a tensor read
+// through `layout` (broadcast or strided: gathered into a buffer one block at a time).
+struct InputBinding {
+  const float* data = nullptr; // null: broadcast `value`
+  float value = 0.f;
+  const InputLayout* layout = nullptr; // set: `data` is read through it
+};
+
+// out[0, numel) = the program over `inputs` (code.num_inputs of them). Splits large ranges over
 // the intra-op threads as ATen does.
 void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel);
 

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -207,15 +208,14 @@ private:
     if (rest.substr(0, 3) == "inf" || rest.substr(0, 3) == "nan") {
       pos_ = end + 3;
       const double value = rest[0] == 'i' ? std::numeric_limits<double>::infinity()
-                                           : std::numeric_limits<double>::quiet_NaN();
+                                          : std::numeric_limits<double>::quiet_NaN();
       return text_[start] == '-' ? -value : value;
     }
     bool is_double = false;
-    while (end < text_.size() &&
-           (std::isdigit(text_[end]) || text_[end] == '.' || text_[end] == 'e' ||
-            text_[end] == 'E' ||
-            ((text_[end] == '-' || text_[end] == '+') &&
-             (text_[end - 1] == 'e' || text_[end - 1] == 'E')))) {
+    while (end < text_.size() && (std::isdigit(text_[end]) || text_[end] == '.' ||
+                                  text_[end] == 'e' || text_[end] == 'E' ||
+                                  ((text_[end] == '-' || text_[end] == '+') &&
+                                   (text_[end - 1] == 'e' || text_[end - 1] == 'E')))) {
       is_double = is_double || !std::isdigit(text_[end]);
       ++end;
     }
@@ -367,15 +367,10 @@ std::string printNumber(const c10::Scalar& number) {
   if (std::isinf(value)) {
     return value > 0 ? "inf" : "-inf";
   }
-  // The shortest %g form that reads back as the same double.
+  // The shortest text that reads back as the same double.
   char buffer[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) {
-      break;
-    }
-  }
-  std::string text(buffer);
+  const std::to_chars_result written = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  std::string text(buffer, written.ptr);
   if (text.find_first_of(".e") == std::string::npos) {
     text += ".0"; // keeps it a double: 2.0 promotes an int tensor, 2 does not
   }

@@ -26,8 +26,8 @@ namespace srt::passes {
 namespace {
 
 using ops::fused::Instruction;
-using ops::fused::OpKind;
 using ops::fused::Operand;
+using ops::fused::OpKind;
 using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
@@ -189,7 +189,8 @@ std::optional<NodeInstruction> asInstruction(const Node* node) {
     }
   }
   // clamp(x, None, None) fails at run time; leave that to the node itself.
-  if (instruction.op == OpKind::kClamp && instruction.args[1].literal.kind == Operand::Kind::kNone &&
+  if (instruction.op == OpKind::kClamp &&
+      instruction.args[1].literal.kind == Operand::Kind::kNone &&
       instruction.args[2].literal.kind == Operand::Kind::kNone) {
     return std::nullopt;
   }
@@ -313,7 +314,8 @@ private:
 
   // Writes the group as one program and replaces it with a fused node where the root was.
   void replace(std::vector<Node*> group, Node* root) {
-    std::sort(group.begin(), group.end(), [](const Node* a, const Node* b) { return a->isBefore(b); });
+    std::sort(group.begin(), group.end(),
+              [](const Node* a, const Node* b) { return a->isBefore(b); });
     ops::fused::Program program;
     std::unordered_map<const Node*, uint32_t> temp_of;
     std::vector<Value*> inputs;

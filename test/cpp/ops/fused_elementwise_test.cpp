@@ -238,21 +238,41 @@ void expectKernelMatchesReference(const std::shared_ptr<torch::jit::Graph>& grap
   }
 }
 
-TEST(FusedElementwise, KernelMatchesReferenceOnFastAndReferencePaths) {
+TEST(FusedElementwise, KernelMatchesReferenceOnEveryLayout) {
   const auto graph = fusedGraph("t0 = add(mul(x0, 0.5), x1, 2); where(gt(t0, 0), t0, exp(t0))",
                                 {"Tensor", "Tensor"});
+  const at::Tensor wide = torch::randn({6, 40});
+  expectKernelMatchesReference(
+      graph,
+      {
+          {torch::randn({4, 33}), torch::randn({4, 33})},   // streamed
+          {torch::randn({1025}), torch::randn({1025})},     // partial blocks
+          {torch::randn({2, 3, 70001}), torch::randn({1})}, // threads, one value
+          {torch::randn({5, 7}), torch::randn({})},         // 0-dim
+          {torch::randn({1, 1, 1}), torch::randn({6, 2})},  // leading one dims
+          {torch::randn({0, 5}), torch::randn({0, 5})},     // zero-size
+          {torch::randn({0, 5}), torch::randn({1})},        // zero-size, broadcast
+          {torch::randn({3, 4}).t(), torch::randn({4, 3})}, // transposed
+          {torch::randn({4, 1}), torch::randn({1, 3})},     // both broadcast
+          {torch::randn({7, 50}), torch::randn({50})},      // bias over rows
+          {torch::randn({2, 3, 50}), torch::randn({3, 1})}, // per-row value
+          {torch::randn({5, 1, 3}), torch::randn({1, 4, 1})},
+          {wide.slice(1, 1, 40, 3), torch::randn({6, 13})},             // sliced, strided
+          {torch::randn({3, 1}).expand({3, 500}), torch::randn({500})}, // expanded
+          {torch::randn({2, 3, 4, 5}).permute({3, 1, 0, 2}), torch::randn({5, 3, 1, 4})},
+          {torch::randn({2, 1, 2, 1, 2, 1, 2, 1, 2, 3}), torch::randn({3, 1, 3, 1, 3, 1, 3})},
+      });
+}
+
+TEST(FusedElementwise, OtherDtypesRunTheReference) {
+  const auto graph = fusedGraph("sigmoid(add(mul(x0, 0.5), x1, 2))", {"Tensor", "Tensor"});
   expectKernelMatchesReference(
       graph, {
-                 {torch::randn({4, 33}), torch::randn({4, 33})},     // fast
-                 {torch::randn({1025}), torch::randn({1025})},       // fast, partial blocks
-                 {torch::randn({2, 3, 70001}), torch::randn({1})},   // fast, threads, broadcast
-                 {torch::randn({5, 7}), torch::randn({})},           // fast, 0-dim
-                 {torch::randn({0, 5}), torch::randn({0, 5})},       // zero-size
-                 {torch::randn({3, 4}).t(), torch::randn({4, 3})},   // strided: reference
-                 {torch::randn({4, 1}), torch::randn({1, 3})},       // broadcasting: reference
-                 {torch::randn({3, 5}, torch::kDouble), torch::randn({3, 5})}, // float64
-                 {torch::randint(-5, 5, {3, 5}), torch::randint(-5, 5, {3, 5})}, // int64
-                 {torch::randn({1, 1, 1}), torch::randn({6, 2})},     // leading one dims
+                 {torch::randn({3, 5}, torch::kDouble), torch::randn({3, 5})},
+                 {torch::randint(-5, 5, {3, 5}), torch::randint(-5, 5, {3, 5})},
+                 {torch::randn({3, 5}), torch::randn({}, torch::kDouble)}, // float32 result
+                 {torch::randn({3, 5}), torch::randint(0, 3, {5}).to(torch::kBool)},
+                 {torch::randn({3, 5}), torch::randn({3, 5})}, // and back to the fast path
              });
 }
 
@@ -287,8 +307,11 @@ TEST(FusedElementwise, ReferenceErrorsNameTheOp) {
 }
 
 TEST(FusedElementwise, BadProgramFailsWhenTheModuleIsBuilt) {
-  EXPECT_THAT([] { StaticModule module(fusedGraph("add(x0, x3)", {"Tensor", "Tensor"})); },
-              ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("reads x3")));
+  EXPECT_THAT(
+      [] {
+        StaticModule module(fusedGraph("add(x0, x3)", {"Tensor", "Tensor"}));
+      },
+      ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("reads x3")));
 }
 
 } // namespace

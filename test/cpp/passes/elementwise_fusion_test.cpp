@@ -96,9 +96,9 @@ def forward(self, x, y, s: float):
                           {{torch::randn({3, 5}), torch::randn({3, 5}), 0.7},
                            {torch::randn({2, 40}), torch::randn({2, 40}), -2.0}},
                           true);
-  EXPECT_EQ(programs(*graph),
-            std::vector<std::string>{
-                "div(clamp(mul(rsub(sub(x0, x1, 0.5), 1.0, 3), x2), -1.0, 2), 3)"});
+  EXPECT_EQ(
+      programs(*graph),
+      std::vector<std::string>{"div(clamp(mul(rsub(sub(x0, x1, 0.5), 1.0, 3), x2), -1.0, 2), 3)"});
 }
 
 TEST(ElementwiseFusion, WhereWithAComputedCondition) {
@@ -148,8 +148,8 @@ def forward(self, x):
 )JIT",
                           twoShapes(1), true);
   EXPECT_EQ(countKind(*graph, "aten::softmax"), 1u);
-  EXPECT_EQ(programs(*graph),
-            (std::vector<std::string>{"add(mul(x0, 2.0), 1.0)", "mul(sigmoid(sub(x0, 0.5)), 3.0)"}));
+  EXPECT_EQ(programs(*graph), (std::vector<std::string>{"add(mul(x0, 2.0), 1.0)",
+                                                        "mul(sigmoid(sub(x0, 0.5)), 3.0)"}));
 }
 
 TEST(ElementwiseFusion, NonConstantParametersAreNotFused) {
@@ -187,8 +187,8 @@ graph(%x : Tensor, %y : Tensor):
   %z : Tensor = aten::add(%r, %y, %c1)
   return (%z)
 )IR");
-  const auto rewritten = expectPassPreservesResults(passes::fuseElementwiseChains, written_input,
-                                                    twoShapes(2), true);
+  const auto rewritten =
+      expectPassPreservesResults(passes::fuseElementwiseChains, written_input, twoShapes(2), true);
   EXPECT_EQ(countKind(*rewritten, "aten::mul"), 1u) << *rewritten;
   EXPECT_EQ(countKind(*rewritten, "aten::add_"), 1u) << *rewritten;
   EXPECT_EQ(programs(*rewritten), std::vector<std::string>{"add(relu(x0), x1)"});
