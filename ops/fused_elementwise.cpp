@@ -40,7 +40,14 @@ public:
   at::Tensor run() {
     temps_.reserve(program_.code.size());
     for (const Instruction& instruction : program_.code) {
-      temps_.emplace_back(apply(instruction));
+      try {
+        temps_.emplace_back(apply(instruction));
+      } catch (const c10::Error& e) {
+        // The node is the group's last op; name the fused op that failed.
+        TORCH_CHECK(false, "aten::", opName(instruction.op), " (step ", temps_.size() + 1, " of ",
+                    program_.code.size(), " of the fused program \"", printProgram(program_),
+                    "\") failed: ", e.what_without_backtrace());
+      }
     }
     return std::move(temps_.back()).toTensor();
   }
