@@ -57,5 +57,8 @@ bool removeNoOps(GraphPtr& graph);
 
 // aten::to and strided reshapes -> copy into planned memory only when they must copy.
 bool useMaybeCopyVariants(GraphPtr& graph);
+// Element-wise fusion: chains of element-wise ops whose intermediates nothing else uses become
+// one srt::fused_elementwise node (passes/elementwise_fusion.cpp).
+bool fuseElementwiseChains(GraphPtr& graph);
 
 } // namespace srt::passes

@@ -37,6 +37,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"remove_no_ops", removeNoOps},
       // After remove_no_ops, so same-dtype to() is gone rather than split into two nodes.
       {"maybe_copy_variants", useMaybeCopyVariants},
+      // After the GEMM/attention fusions, so their epilogues (bias, activation) are theirs;
+      // what element-wise work is left becomes one loop per chain.
+      {"elementwise_fusion", fuseElementwiseChains},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };
