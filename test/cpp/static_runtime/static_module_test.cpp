@@ -140,8 +140,18 @@ TEST_F(StaticModuleErrors, KernelErrorNamesNodeAndSourceLine) {
       [&] {
         (void)runtime_({torch::randn({2, 3}), torch::randn({4, 5})});
       },
-      {"aten::add", ":3: `c = a + b`", "size of tensor a"});
+      {"aten::add", "fused program", "size of tensor a"});
   expectStillWorks();
+  // Unfused, the error points at the user's line (a fused chain reports its last line).
+  StaticModuleOptions unfused;
+  unfused.disabled_passes = {"elementwise_fusion"};
+  StaticModule module(module_, unfused);
+  StaticRuntime runtime(module);
+  expectErrorContaining(
+      [&] {
+        (void)runtime({torch::randn({2, 3}), torch::randn({4, 5})});
+      },
+      {"aten::add", ":3: `c = a + b`", "size of tensor a"});
 }
 
 TEST(StaticModuleErrorsExtra, WrongRankAndDtypeReachTheCallerWithNodeContext) {
