@@ -116,6 +116,8 @@ ModuleStats StaticRuntime::stats() const {
 }
 
 void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
+  stats.unplanned_scratch_requests =
+      std::max(stats.unplanned_scratch_requests, scratch_.requests());
   if (!planner_) {
     return;
   }
@@ -128,8 +130,6 @@ void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
       std::max(stats.planned_scratch_blocks, planner_->numPlannedScratch());
   stats.planned_scratch_bytes =
       std::max(stats.planned_scratch_bytes, planner_->plannedScratchBytes());
-  stats.unplanned_scratch_requests =
-      std::max(stats.unplanned_scratch_requests, scratch_.requests());
 }
 
 std::string StaticRuntime::memoryPlan() const {

@@ -13,6 +13,10 @@
 #include "static_runtime/argument_binding.h"
 #include "static_runtime/stats.h"
 
+namespace srt::ops {
+class ProcessedNode;
+} // namespace srt::ops
+
 namespace srt {
 
 class BlockRunner;
