@@ -24,16 +24,49 @@ c10::StorageImpl* storageOf(c10::IValue& value) {
 
 } // namespace
 
-MemoryPlanner::MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm)
-    : managed_(std::move(managed)), algorithm_(algorithm), slot_bytes_(managed_.size(), 0) {}
+MemoryPlanner::MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm,
+                             std::vector<ScratchBlock> scratch)
+    : managed_(std::move(managed)), scratch_(std::move(scratch)), algorithm_(algorithm),
+      slot_bytes_(managed_.size() + scratch_.size(), 0) {}
 
 std::vector<Lifetime> MemoryPlanner::lifetimes() const {
   std::vector<Lifetime> result;
-  result.reserve(managed_.size());
+  result.reserve(slot_bytes_.size());
   for (size_t i = 0; i < managed_.size(); ++i) {
     result.push_back({managed_[i].first, managed_[i].last, slot_bytes_[i]});
   }
+  for (size_t i = 0; i < scratch_.size(); ++i) {
+    result.push_back({scratch_[i].step, scratch_[i].step, slot_bytes_[managed_.size() + i]});
+  }
   return result;
+}
+
+void* MemoryPlanner::scratchData(size_t i) const {
+  const size_t buffer = managed_.size() + i;
+  if (plan_.offsets.empty() || slot_bytes_[buffer] == 0) {
+    return nullptr;
+  }
+  return static_cast<uint8_t*>(arena_.get()) + plan_.offsets[buffer];
+}
+
+size_t MemoryPlanner::scratchBytes(size_t i) const {
+  return scratchData(i) == nullptr ? 0 : slot_bytes_[managed_.size() + i];
+}
+
+size_t MemoryPlanner::numPlannedScratch() const {
+  size_t count = 0;
+  for (size_t i = 0; i < scratch_.size(); ++i) {
+    count += scratchBytes(i) > 0 ? 1 : 0;
+  }
+  return count;
+}
+
+size_t MemoryPlanner::plannedScratchBytes() const {
+  size_t bytes = 0;
+  for (size_t i = 0; i < scratch_.size(); ++i) {
+    bytes += scratchBytes(i);
+  }
+  return bytes;
 }
 
 size_t MemoryPlanner::lowerBoundBytes() const {
@@ -86,6 +119,7 @@ void MemoryPlanner::deallocate(c10::IValue* values) noexcept {
 
 void MemoryPlanner::replan() {
   needs_plan_ = false;
+  ++generation_;
   plan_ = planMemory(lifetimes(), algorithm_);
   if (plan_.arena_bytes > arena_capacity_) {
     // Runs after every run, from a noexcept path: if the arena cannot grow, run unplanned (the
@@ -108,10 +142,45 @@ void MemoryPlanner::releaseMemory() {
   arena_capacity_ = 0;
   plan_ = MemoryPlan{};
   std::fill(slot_bytes_.begin(), slot_bytes_.end(), 0);
+  ++generation_;
 }
 
 std::string MemoryPlanner::dump() const {
-  return dumpPlan(lifetimes(), plan_);
+  if (plan_.offsets.empty()) {
+    return "memory plan: none yet (sizes are learned on the first run)\n";
+  }
+  // Every node has a scratch block, most of them empty: list only buffers that hold memory.
+  const std::vector<Lifetime> all = lifetimes();
+  std::vector<Lifetime> shown;
+  MemoryPlan shown_plan{plan_.algorithm, {}, plan_.arena_bytes};
+  std::vector<std::string> names;
+  size_t scratch_shown = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const bool scratch = i >= managed_.size();
+    if (all[i].bytes == 0) {
+      continue;
+    }
+    shown.push_back(all[i]);
+    shown_plan.offsets.push_back(plan_.offsets[i]);
+    names.push_back(scratch ? "scratch " + scratch_[i - managed_.size()].name
+                            : "%" + managed_[i].name);
+    scratch_shown += scratch ? 1 : 0;
+  }
+  return std::to_string(shown.size() - scratch_shown) + " managed tensors and " +
+         std::to_string(scratch_shown) + " scratch blocks hold memory\n" +
+         dumpPlan(shown, shown_plan, names);
+}
+
+std::string MemoryPlanner::verify() const {
+  if (plan_.offsets.empty()) {
+    return "";
+  }
+  std::string problem = verifyPlan(lifetimes(), plan_);
+  if (problem.empty() && plan_.arena_bytes > arena_capacity_) {
+    problem = "the plan needs " + std::to_string(plan_.arena_bytes) + " bytes but the arena has " +
+              std::to_string(arena_capacity_);
+  }
+  return problem;
 }
 
 } // namespace srt::memory

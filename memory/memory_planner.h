@@ -22,16 +22,27 @@ struct ManagedTensor {
   uint32_t value_index;
   size_t first;
   size_t last;
+  std::string name = ""; // for dumps: the value's debug name
+};
+
+// Scratch memory one node's kernel asks for: live only during the step that runs the node, so it
+// shares the arena with tensors that are not live then. The planner never sees the node; whoever
+// runs it reports the bytes asked for (requestScratch) and lends it the block (scratchData).
+struct ScratchBlock {
+  size_t step;
+  std::string name = ""; // for dumps: the node's kind and output
 };
 
 // Sizes are learned on the first run (kernels allocate as usual); from then on every managed
 // tensor's storage is pointed at its slot before a run and detached after it. A tensor that
 // outgrew its slot is reallocated by its kernel; the planner notices after the run and plans
 // again with the larger size, never a smaller one, so shapes that alternate settle quickly.
+// Scratch blocks follow the same rule: sizes reported during a run are planned after it.
 // Not thread-safe: one per runtime. The value table passed in must be the runtime's.
 class MemoryPlanner {
 public:
-  MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm);
+  MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm,
+                std::vector<ScratchBlock> scratch = {});
 
   // Before a run: point every managed tensor that exists into the arena.
   void allocate(c10::IValue* values);
@@ -40,25 +51,53 @@ public:
   // Frees the arena of an idle runtime; the next runs learn and plan again.
   void releaseMemory();
 
+  // Scratch block `i` must hold `bytes` from the next run on; a larger request than planned
+  // makes deallocate() plan again. Cheap: call it for every block after every run.
+  void requestScratch(size_t i, size_t bytes) {
+    size_t& slot = slot_bytes_[managed_.size() + i];
+    if (bytes > slot) {
+      slot = bytes;
+      needs_plan_ = true;
+    }
+  }
+  // Where scratch block `i` sits in the arena, valid until the next deallocate(); nullptr while
+  // it is unplanned. scratchBytes is then 0.
+  void* scratchData(size_t i) const;
+  size_t scratchBytes(size_t i) const;
+
   size_t numManaged() const { return managed_.size(); }
+  size_t numScratch() const { return scratch_.size(); }
   size_t arenaBytes() const { return plan_.arena_bytes; }
   size_t lowerBoundBytes() const;
   size_t arenaReallocations() const { return reallocations_; }
+  // Changes whenever offsets or the arena may have (a new plan, releaseMemory): scratch lent
+  // from an older generation must be lent again.
+  size_t planGeneration() const { return generation_; }
+  // Scratch blocks that hold memory in the current plan, and their bytes.
+  size_t numPlannedScratch() const;
+  size_t plannedScratchBytes() const;
   PlannerAlgorithm algorithm() const { return algorithm_; }
+  // One line per buffer with memory (tensors as "%name", scratch as "scratch <node>").
   std::string dump() const;
+  // "" when the current plan is valid (see verifyPlan), else the first violation.
+  std::string verify() const;
 
 private:
   void replan();
+  // Managed tensors first, then scratch blocks: the buffer index of scratch block i is
+  // numManaged() + i.
   std::vector<Lifetime> lifetimes() const;
 
   std::vector<ManagedTensor> managed_;
+  std::vector<ScratchBlock> scratch_;
   PlannerAlgorithm algorithm_;
-  std::vector<size_t> slot_bytes_; // largest storage seen per managed tensor
+  std::vector<size_t> slot_bytes_; // largest storage (or scratch request) seen per buffer
   MemoryPlan plan_;
   c10::DataPtr arena_;
   size_t arena_capacity_ = 0;
   bool needs_plan_ = false;
   size_t reallocations_ = 0;
+  size_t generation_ = 0;
 };
 
 } // namespace srt::memory

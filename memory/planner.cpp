@@ -163,20 +163,33 @@ std::string verifyPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan&
   return "";
 }
 
-std::string dumpPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan& plan) {
+std::string dumpPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan& plan,
+                     const std::vector<std::string>& names) {
   std::vector<size_t> order(lifetimes.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return plan.offsets[a] < plan.offsets[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return plan.offsets[a] < plan.offsets[b]; });
+  const size_t lower_bound = lowerBound(lifetimes);
   std::ostringstream out;
   out << "memory plan (" << toString(plan.algorithm) << "): " << lifetimes.size()
-      << " buffers, arena " << plan.arena_bytes << " bytes, lower bound " << lowerBound(lifetimes)
-      << " bytes\n";
-  out << "  buffer      offset        bytes   steps\n";
+      << " buffers, arena " << plan.arena_bytes << " bytes, lower bound " << lower_bound
+      << " bytes";
+  if (lower_bound > 0) {
+    out << " (" << std::fixed << std::setprecision(2)
+        << static_cast<double>(plan.arena_bytes) / static_cast<double>(lower_bound) << "x)";
+  }
+  out << "\n";
+  out << "  buffer      offset        bytes  steps" << (names.empty() ? "" : "       name") << "\n";
   for (size_t i : order) {
+    std::ostringstream steps;
+    steps << lifetimes[i].first << ".." << lifetimes[i].last;
     out << "  " << std::setw(6) << i << "  " << std::setw(10) << plan.offsets[i] << "  "
-        << std::setw(11) << lifetimes[i].bytes << "   " << lifetimes[i].first << ".."
-        << lifetimes[i].last << "\n";
+        << std::setw(11) << lifetimes[i].bytes << "  " << std::left << std::setw(10) << steps.str()
+        << std::right;
+    if (i < names.size()) {
+      out << " " << names[i];
+    }
+    out << "\n";
   }
   return out.str();
 }

@@ -47,7 +47,9 @@ struct MemoryPlan {
 [[nodiscard]] std::string verifyPlan(const std::vector<Lifetime>& lifetimes,
                                      const MemoryPlan& plan);
 
-// One line per buffer (offset, size, lifetime) sorted by offset, and the totals.
-[[nodiscard]] std::string dumpPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan& plan);
+// One line per buffer (offset, size, lifetime and, when given, its name) sorted by offset, and
+// the totals with the arena's ratio to the lower bound.
+[[nodiscard]] std::string dumpPlan(const std::vector<Lifetime>& lifetimes, const MemoryPlan& plan,
+                                   const std::vector<std::string>& names = {});
 
 } // namespace srt::memory

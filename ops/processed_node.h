@@ -1,6 +1,7 @@
 // The interface a kernel sees: one node of one runtime, its inputs and outputs by index.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -52,7 +53,8 @@ public:
 };
 
 // One node of one runtime. Cheap to construct; holds no copies of values, only the addresses of
-// the runtime's value table and scratch memory, which must outlive it.
+// the runtime's value table and fallback scratch memory, which must outlive it (and of a planned
+// scratch block, which the runtime keeps valid between runs or clears).
 class ProcessedNode {
 public:
   ProcessedNode(const StaticNodeInfo& info, c10::IValue* values, Scratch* scratch)
@@ -77,7 +79,24 @@ public:
   }
 
   // At least `bytes` bytes of 64-byte aligned scratch, valid until this kernel call returns.
-  void* scratch(size_t bytes) { return scratch_->get(bytes); }
+  // From the run after a size was first asked for, a block the memory planner placed in the
+  // arena for this node; until then (or without a planner) the runtime's shared fallback.
+  void* scratch(size_t bytes) {
+    scratch_requested_ = std::max(scratch_requested_, bytes);
+    if (bytes <= planned_scratch_bytes_) {
+      return planned_scratch_;
+    }
+    return scratch_->get(bytes);
+  }
+
+  // For the runtime, which relays between the node and its memory planner: the most bytes asked
+  // for since the last reset, and the planned block to lend from now on (nullptr, 0: none).
+  size_t scratchRequested() const { return scratch_requested_; }
+  void resetScratchRequested() { scratch_requested_ = 0; }
+  void setPlannedScratch(void* data, size_t bytes) {
+    planned_scratch_ = data;
+    planned_scratch_bytes_ = data == nullptr ? 0 : bytes;
+  }
 
   size_t numSubBlocks() const { return sub_blocks_.size(); }
   SubBlock& subBlock(size_t i) { return *sub_blocks_[i]; }
@@ -89,6 +108,9 @@ private:
   const StaticNodeInfo* info_;
   c10::IValue* values_;
   Scratch* scratch_;
+  void* planned_scratch_ = nullptr;
+  size_t planned_scratch_bytes_ = 0;
+  size_t scratch_requested_ = 0;
   std::unique_ptr<NodeState> state_;
   std::vector<std::unique_ptr<SubBlock>> sub_blocks_;
 };

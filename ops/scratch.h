@@ -1,4 +1,4 @@
-// Kernel scratch memory: owned by the runtime, lent to one kernel call at a time.
+// Fallback kernel scratch memory: owned by the runtime, lent to one kernel call at a time.
 #pragma once
 
 #include <cstddef>
@@ -7,13 +7,16 @@
 namespace srt::ops {
 
 // Grow-only, 64-byte aligned. Nodes of one runtime run one at a time, so they share it; what a
-// kernel writes there is garbage once the kernel returns. (The memory planner takes this over.)
+// kernel writes there is garbage once the kernel returns. It serves a node's first request of a
+// new size (and runtimes without a memory planner); after that run the planner places the node's
+// scratch in its arena (see ProcessedNode::scratch).
 class Scratch {
 public:
   static constexpr size_t kAlignment = 64;
 
   // At least `bytes` bytes, valid until the next call.
   void* get(size_t bytes) {
+    ++requests_;
     if (bytes > capacity_) {
       const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
       buffer_.reset(
@@ -24,6 +27,8 @@ public:
   }
 
   size_t capacity() const { return capacity_; }
+  // Calls to get() so far: with a memory planner, the requests its plan did not cover yet.
+  size_t requests() const { return requests_; }
 
 private:
   struct AlignedDelete {
@@ -31,6 +36,7 @@ private:
   };
   std::unique_ptr<std::byte[], AlignedDelete> buffer_;
   size_t capacity_ = 0;
+  size_t requests_ = 0;
 };
 
 } // namespace srt::ops

@@ -172,6 +172,9 @@ py::dict statsToDict(const ModuleStats& stats) {
   dict["managed_lower_bound_bytes"] = stats.managed_lower_bound_bytes;
   dict["arena_reallocations"] = stats.arena_reallocations;
   dict["memory_planner"] = stats.memory_planner;
+  dict["planned_scratch_blocks"] = stats.planned_scratch_blocks;
+  dict["planned_scratch_bytes"] = stats.planned_scratch_bytes;
+  dict["unplanned_scratch_requests"] = stats.unplanned_scratch_requests;
   py::list passes;
   for (const passes::PassReport& report : stats.passes) {
     py::dict entry;
@@ -309,7 +312,9 @@ stats() -> dict
 
 Kernel counts and planned memory: "nodes" (= out_variant_nodes + native_nodes +
 fallback_nodes), "out_variant_nodes", "native_nodes", "fallback_nodes", "fallback_ops"
-(operator name -> node count), "managed_bytes", "managed_lower_bound_bytes".)doc")
+(operator name -> node count), "managed_bytes", "managed_lower_bound_bytes", and kernel
+scratch placed in the arena: "planned_scratch_blocks", "planned_scratch_bytes",
+"unplanned_scratch_requests".)doc")
       .def_property_readonly(
           "graph", [](const StaticModule& module) { return module.graph().toString(); },
           "The prepared (frozen, inlined, optimized) TorchScript graph the program runs, as text.")

@@ -9,11 +9,14 @@
 namespace srt {
 
 // Per-runtime state of one block. Built once per runtime; sub-blocks of prim::If / prim::Loop
-// nodes get BlockRunners of their own. `program` and `values` must outlive the runner.
+// nodes get BlockRunners of their own. `program`, `values` and `scratch` must outlive the runner.
 class BlockRunner final : public ops::SubBlock {
 public:
+  // Appends the address of every node it builds, sub-blocks included, to `every_node` (when
+  // given) in Program::scratch_blocks order: each node, then the nodes of its sub-blocks. The
+  // addresses stay valid as long as the runner.
   BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
-              ops::Scratch* scratch);
+              ops::Scratch* scratch, std::vector<ops::ProcessedNode*>* every_node = nullptr);
 
   size_t numInputs() const override { return info_.inputs.size(); }
   size_t numOutputs() const override { return info_.outputs.size(); }

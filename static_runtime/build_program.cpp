@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,6 +35,11 @@ public:
     program_.num_values = next_index_;
     collectOutputs();
     collectValuesToReset(graph);
+    if (options_.optimize_memory) {
+      for (size_t step = 0; step < program_.blocks.front().nodes.size(); ++step) {
+        collectScratchBlocks(program_.blocks.front().nodes[step], step);
+      }
+    }
   }
 
 private:
@@ -153,6 +159,28 @@ private:
     }
   }
 
+  // One scratch block per node, in the order BlockRunners are built (a node, then the nodes of
+  // its sub-blocks). A node inside an If/Loop body gets the step of the top-level If/Loop: every
+  // managed tensor is a top-level value, and those live at that step (the If/Loop's inputs and
+  // outputs) are live over the whole step, so they never share bytes with it; the blocks of one
+  // step are disjoint from each other, so nested nodes need not take turns. (A loop body's
+  // blocks then add up where taking turns would let them share: bodies are small.)
+  void collectScratchBlocks(const ops::StaticNodeInfo& node, size_t step) {
+    std::string name = node.node->kind().toQualString();
+    if (node.node->outputs().size() > 0) {
+      name += " -> %" + node.node->output(0)->debugName();
+    }
+    if (node.node->owningBlock() != node.node->owningGraph()->block()) {
+      name += " (in a sub-block)";
+    }
+    program_.scratch_blocks.push_back({step, std::move(name)});
+    for (size_t sub_block : node.sub_blocks) {
+      for (const ops::StaticNodeInfo& inner : program_.blocks[sub_block].nodes) {
+        collectScratchBlocks(inner, step);
+      }
+    }
+  }
+
   std::vector<memory::ManagedTensor> managedTensors(std::vector<const Value*> values,
                                                     const torch::jit::Graph& graph,
                                                     const torch::jit::AliasDb& alias_db) const {
@@ -161,7 +189,8 @@ private:
               [this](const Value* a, const Value* b) { return indexOf(a) < indexOf(b); });
     std::vector<memory::ManagedTensor> managed;
     for (const auto& lifetime : memory::computeLifetimes(graph, values, alias_db)) {
-      managed.push_back({indexOf(lifetime.value), lifetime.first, lifetime.last});
+      managed.push_back(
+          {indexOf(lifetime.value), lifetime.first, lifetime.last, lifetime.value->debugName()});
     }
     return managed;
   }

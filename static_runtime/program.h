@@ -50,6 +50,9 @@ struct Program {
   // caller calls StaticRuntime::deallocateOutputTensors().
   std::vector<memory::ManagedTensor> managed_output_tensors;
   size_t num_unmanaged_tensors = 0;
+  // With optimize_memory: one kernel scratch block per node of every block, in the order the
+  // runtime's BlockRunners are built (each node followed by the nodes of its sub-blocks).
+  std::vector<memory::ScratchBlock> scratch_blocks;
 
   size_t firstNodeValue() const { return num_inputs + constants.size(); }
 };

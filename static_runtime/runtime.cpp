@@ -16,9 +16,11 @@ StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
   // Constants are shared with the module: copying an IValue only bumps a reference count.
   std::copy(program.constants.begin(), program.constants.end(),
             values_.begin() + program.num_inputs);
-  top_block_ = std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_);
+  top_block_ = std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_, &nodes_);
   if (module.options().optimize_memory) {
-    planner_.emplace(program.managed_tensors, module.options().memory_planner);
+    TORCH_INTERNAL_ASSERT(nodes_.size() == program.scratch_blocks.size());
+    planner_.emplace(program.managed_tensors, module.options().memory_planner,
+                     program.scratch_blocks);
   }
   if (module.options().manage_output_tensors) {
     output_planner_.emplace(program.managed_output_tensors, module.options().memory_planner);
@@ -46,6 +48,7 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
     bool succeeded = false;
     ~ResetOnExit() {
       if (runtime.planner_) {
+        runtime.reportScratch();
         runtime.planner_->deallocate(runtime.values_.data());
       }
       if (runtime.output_planner_) {
@@ -60,6 +63,7 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
   } reset_on_exit{*this};
   if (planner_) {
     planner_->allocate(values_.data());
+    lendScratch();
   }
   if (output_planner_) {
     output_planner_->allocate(values_.data());
@@ -73,6 +77,22 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
   c10::IValue outputs = takeOutputs();
   reset_on_exit.succeeded = true;
   return outputs;
+}
+
+void StaticRuntime::lendScratch() {
+  if (planner_->planGeneration() == lent_plan_generation_) {
+    return;
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i]->setPlannedScratch(planner_->scratchData(i), planner_->scratchBytes(i));
+  }
+  lent_plan_generation_ = planner_->planGeneration();
+}
+
+void StaticRuntime::reportScratch() noexcept {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    planner_->requestScratch(i, nodes_[i]->scratchRequested());
+  }
 }
 
 void StaticRuntime::deallocateOutputTensors() {
@@ -105,6 +125,8 @@ ModuleStats StaticRuntime::stats() const {
 }
 
 void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
+  stats.unplanned_scratch_requests =
+      std::max(stats.unplanned_scratch_requests, scratch_.requests());
   if (!planner_) {
     return;
   }
@@ -113,15 +135,29 @@ void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
   stats.managed_lower_bound_bytes =
       std::max(stats.managed_lower_bound_bytes, planner_->lowerBoundBytes());
   stats.arena_reallocations = std::max(stats.arena_reallocations, planner_->arenaReallocations());
+  stats.planned_scratch_blocks =
+      std::max(stats.planned_scratch_blocks, planner_->numPlannedScratch());
+  stats.planned_scratch_bytes =
+      std::max(stats.planned_scratch_bytes, planner_->plannedScratchBytes());
 }
 
 std::string StaticRuntime::memoryPlan() const {
   return planner_ ? planner_->dump() : "";
 }
 
+std::string StaticRuntime::verifyMemoryPlan() const {
+  return planner_ ? planner_->verify() : "";
+}
+
 void StaticRuntime::releaseMemory() {
   if (planner_) {
     planner_->releaseMemory();
+    // The next runs learn scratch sizes again, like tensor sizes; no node keeps a freed block.
+    for (ops::ProcessedNode* node : nodes_) {
+      node->resetScratchRequested();
+      node->setPlannedScratch(nullptr, 0);
+    }
+    lent_plan_generation_ = planner_->planGeneration();
   }
 }
 

@@ -14,6 +14,10 @@
 #include "static_runtime/runtime_options.h"
 #include "static_runtime/stats.h"
 
+namespace srt::ops {
+class ProcessedNode;
+} // namespace srt::ops
+
 namespace srt {
 
 class BlockRunner;
@@ -43,8 +47,12 @@ public:
   [[nodiscard]] ModuleStats stats() const;
   // Raises `stats`' memory figures to this runtime's where they are larger.
   void addMemoryStats(ModuleStats& stats) const;
-  // The current arena layout, one line per managed tensor ("" without a planner).
+  // The current arena layout, one line per managed tensor and kernel scratch block that holds
+  // memory ("" without a planner).
   [[nodiscard]] std::string memoryPlan() const;
+  // "" when the current plan is valid: no two buffers live at once share bytes, all fit the
+  // arena. Otherwise the first violation.
+  [[nodiscard]] std::string verifyMemoryPlan() const;
   // Frees the arena of an idle runtime; the next run learns sizes and plans again.
   void releaseMemory();
 
@@ -55,6 +63,10 @@ public:
 
 private:
   c10::IValue takeOutputs();
+  // Before a run: lends every node its planned scratch block when the plan has changed.
+  void lendScratch();
+  // After a run: tells the planner how much scratch every node asked for.
+  void reportScratch() noexcept;
   // Drops inputs and every intermediate but reusable out-variant outputs, so nothing of the
   // caller's is kept alive between runs.
   void resetValues() noexcept;
@@ -64,9 +76,13 @@ private:
   std::vector<c10::IValue> values_;
   ops::Scratch scratch_;
   std::optional<memory::MemoryPlanner> planner_;
+  // The plan generation the nodes' scratch blocks were lent from.
+  size_t lent_plan_generation_ = 0;
   std::optional<memory::MemoryPlanner> output_planner_;
   bool outputs_outstanding_ = false;
   std::unique_ptr<BlockRunner> top_block_;
+  // Every node of every block, in Program::scratch_blocks order; owned by top_block_.
+  std::vector<ops::ProcessedNode*> nodes_;
 };
 
 } // namespace srt

@@ -27,6 +27,13 @@ struct ModuleStats {
   size_t managed_lower_bound_bytes = 0;
   size_t arena_reallocations = 0;
   std::string memory_planner = "none";
+  // Kernel scratch in that arena: nodes whose scratch the plan places (each live only while its
+  // node runs) and their bytes; and how often a kernel's scratch request was not covered by the
+  // plan yet and came from the runtime's fallback buffer (a node's first request of a new size).
+  // Of one runtime, like the arena figures.
+  size_t planned_scratch_blocks = 0;
+  size_t planned_scratch_bytes = 0;
+  size_t unplanned_scratch_requests = 0;
   // Every optimization pass in pipeline order: whether it ran, changed the graph, and the node
   // count before and after.
   std::vector<passes::PassReport> passes;

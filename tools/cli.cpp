@@ -96,11 +96,11 @@ Arguments parseArguments(const std::vector<std::string>& args) {
       parsed.model_path = arg;
       continue;
     }
-    if (parsed.command == Command::kInspect) {
-      throw UsageError("unknown option '" + arg +
-                       "' for 'srt inspect'; expected MODEL.pt or --help");
-    }
     auto [flag, value] = splitFlag(arg);
+    if (parsed.command == Command::kInspect && flag != "--input") {
+      throw UsageError("unknown option '" + arg +
+                       "' for 'srt inspect'; expected MODEL.pt, --input or --help");
+    }
     if (!isRunOption(flag)) {
       throw UsageError("unknown option '" + flag + "' for 'srt run'; expected " + kRunFlags);
     }
@@ -128,13 +128,15 @@ commands:
   run [MODEL.pt]       run once and print every output, then compare outputs and latency
                        with TorchScript (frozen, under torch::NoGradGuard)
   inspect [MODEL.pt]   print the prepared graph, node counts by kernel kind, the ops that
-                       fall back to the JIT, and the bytes the memory planner manages
+                       fall back to the JIT, and the memory plan after one run on the
+                       example inputs (or --input): every tensor and kernel scratch block
+                       in the arena with its offset, bytes and steps
   help, --help         print this text
 
 MODEL.pt defaults to the bundled default model, the first of:)" +
          default_models + R"(
 
-run options:
+run options (inspect takes --input too):
   --input SHAPE[:DTYPE]  one per positional argument of forward, in order. SHAPE is dims
                          joined by 'x' (8x64, 1x16x64) or 'scalar'; DTYPE is float32
                          (default), float64, int64, int32 or bool. Without --input: the

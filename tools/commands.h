@@ -9,7 +9,8 @@ namespace srt::cli {
 // Runs the model once, prints its outputs, checks them against TorchScript and compares latency.
 int runCommand(const Arguments& args);
 
-// Prints the prepared graph, node counts by kernel kind, fallback ops and planned memory.
+// Prints the prepared graph, node counts by kernel kind, fallback ops, and the memory plan after
+// one run on the example inputs (or --input).
 int inspectCommand(const Arguments& args);
 
 } // namespace srt::cli

@@ -141,4 +141,12 @@ std::string describe(const InputSpec& spec) {
   return text + ":" + dtypeName(spec.dtype);
 }
 
+std::string describe(const std::vector<InputSpec>& specs) {
+  std::string text;
+  for (const InputSpec& spec : specs) {
+    text += (text.empty() ? "" : " ") + describe(spec);
+  }
+  return text;
+}
+
 } // namespace srt::cli

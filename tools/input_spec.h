@@ -28,5 +28,7 @@ std::vector<c10::IValue> makeInputs(const std::vector<InputSpec>& specs);
 // The names a spec uses ("float32"); other dtypes get PyTorch's Python names where known.
 std::string dtypeName(c10::ScalarType dtype);
 std::string describe(const InputSpec& spec);
+// The specs' descriptions joined by spaces.
+std::string describe(const std::vector<InputSpec>& specs);
 
 } // namespace srt::cli

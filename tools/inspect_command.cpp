@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/utils.h>
 
 #include "static_runtime/static_runtime.h"
 #include "tools/commands.h"
@@ -35,9 +36,45 @@ void printFallbackOps(const ModuleStats& stats) {
 }
 
 void printManagedMemory(const ModuleStats& stats) {
-  std::cout << "memory planner:\n"
+  std::cout << "memory planner (" << stats.memory_planner << "):\n"
+            << "  managed_tensors            " << stats.num_managed_tensors << "\n"
+            << "  unmanaged_tensors          " << stats.num_unmanaged_tensors << "\n"
             << "  managed_bytes              " << stats.managed_bytes << "\n"
             << "  managed_lower_bound_bytes  " << stats.managed_lower_bound_bytes << "\n";
+  if (stats.managed_lower_bound_bytes > 0) {
+    std::cout << "  arena / lower bound        " << std::fixed << std::setprecision(2)
+              << static_cast<double>(stats.managed_bytes) /
+                     static_cast<double>(stats.managed_lower_bound_bytes)
+              << "\n";
+    std::cout.unsetf(std::ios::floatfield);
+  }
+  std::cout << "  planned_scratch_blocks     " << stats.planned_scratch_blocks << "\n"
+            << "  planned_scratch_bytes      " << stats.planned_scratch_bytes << "\n"
+            << "  arena_reallocations        " << stats.arena_reallocations << "\n";
+}
+
+// Sizes are learned on a run, so the plan exists only after one: run the given or example
+// inputs once and print the runtime's plan. A model without example inputs still inspects.
+void printMemoryPlan(const StaticModule& module, const ModelFile& file,
+                     const std::vector<InputSpec>& given) {
+  if (given.empty() && file.example_inputs.empty()) {
+    printManagedMemory(module.stats());
+    std::cout << "memory plan: not planned (the model has no srt/example_inputs to run it "
+                 "with; pass --input SHAPE[:DTYPE] per argument of forward)\n";
+    return;
+  }
+  const std::vector<InputSpec> specs = given.empty() ? exampleInputsOf(file) : given;
+  StaticRuntime runtime(module);
+  {
+    torch::NoGradGuard no_grad;
+    (void)runtime(makeInputs(specs));
+  }
+  printManagedMemory(runtime.stats());
+  std::cout << "memory plan after one run on " << describe(specs) << " ("
+            << (given.empty() ? "srt/example_inputs" : "--input") << "):\n"
+            << runtime.memoryPlan();
+  const std::string problem = runtime.verifyMemoryPlan();
+  TORCH_CHECK(problem.empty(), "srt inspect: the memory plan is invalid: ", problem);
 }
 
 void printPasses(const ModuleStats& stats) {
@@ -66,7 +103,7 @@ int inspectCommand(const Arguments& args) {
   printPasses(stats);
   printNodeCounts(stats);
   printFallbackOps(stats);
-  printManagedMemory(stats);
+  printMemoryPlan(*module, file, args.inputs);
   return 0;
 }
 

@@ -79,4 +79,19 @@ ModelFile openModelFile(const std::string& path) {
   return file;
 }
 
+std::vector<InputSpec> exampleInputsOf(const ModelFile& file) {
+  std::vector<InputSpec> specs;
+  try {
+    specs = parseExampleInputs(file.example_inputs);
+  } catch (const UsageError& error) {
+    throw UsageError("model '" + file.path + "' has a bad srt/example_inputs: " + error.what());
+  }
+  if (specs.empty()) {
+    throw UsageError("model '" + file.path +
+                     "' has no example inputs (extra file srt/example_inputs is missing or "
+                     "empty); pass one --input SHAPE[:DTYPE] per argument of forward");
+  }
+  return specs;
+}
+
 } // namespace srt::cli

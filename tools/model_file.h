@@ -6,6 +6,8 @@
 
 #include <torch/csrc/jit/api/module.h>
 
+#include "tools/input_spec.h"
+
 namespace srt::cli {
 
 // Where the bundled default model may be, in the order they are tried: an installed copy
@@ -26,5 +28,9 @@ struct ModelFile {
 // Throws UsageError (with torch's reason, on one line) when the file is missing or is not a
 // TorchScript archive.
 ModelFile openModelFile(const std::string& path);
+
+// The specs in the model's srt/example_inputs. Throws UsageError when they are malformed or
+// missing (saying to pass --input instead).
+std::vector<InputSpec> exampleInputsOf(const ModelFile& file);
 
 } // namespace srt::cli

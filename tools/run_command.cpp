@@ -12,33 +12,9 @@
 #include "tools/ivalue_report.h"
 #include "tools/latency.h"
 #include "tools/model_file.h"
-#include "tools/usage_error.h"
 
 namespace srt::cli {
 namespace {
-
-std::vector<InputSpec> exampleInputsOf(const ModelFile& file) {
-  std::vector<InputSpec> specs;
-  try {
-    specs = parseExampleInputs(file.example_inputs);
-  } catch (const UsageError& error) {
-    throw UsageError("model '" + file.path + "' has a bad srt/example_inputs: " + error.what());
-  }
-  if (specs.empty()) {
-    throw UsageError("model '" + file.path +
-                     "' has no example inputs (extra file srt/example_inputs is missing or "
-                     "empty); pass one --input SHAPE[:DTYPE] per argument of forward");
-  }
-  return specs;
-}
-
-std::string describeAll(const std::vector<InputSpec>& specs) {
-  std::string text;
-  for (const InputSpec& spec : specs) {
-    text += (text.empty() ? "" : " ") + describe(spec);
-  }
-  return text;
-}
 
 // The baseline as a TorchScript user would deploy it: eval mode, frozen.
 torch::jit::Module freezeForInference(torch::jit::Module module) {
@@ -90,7 +66,7 @@ int runCommand(const Arguments& args) {
 
   std::cout << "model: " << file.path << "\n"
             << "inputs (" << (args.inputs.empty() ? "srt/example_inputs" : "--input")
-            << "): " << describeAll(specs) << "\n";
+            << "): " << describe(specs) << "\n";
   printLeaves(std::cout, "input", c10::ivalue::Tuple::create(inputs));
   c10::IValue ours = runtime(inputs);
   std::cout << "outputs (static_runtime):\n";

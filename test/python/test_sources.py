@@ -207,6 +207,9 @@ def test_stats(net):
         "managed_lower_bound_bytes",
         "arena_reallocations",
         "memory_planner",
+        "planned_scratch_blocks",
+        "planned_scratch_bytes",
+        "unplanned_scratch_requests",
         "passes",
     }
     assert stats["memory_planner"] == "greedy_by_size"
