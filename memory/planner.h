@@ -24,8 +24,8 @@ struct Lifetime {
 
 enum class PlannerAlgorithm {
   kNaive,        // every buffer its own slot: the baseline
-  kGreedyBySize, // largest first (and, if smaller, program order), each into the best-fitting
-                 // gap among buffers live at once
+  kGreedyBySize, // each buffer into the best-fitting gap among buffers live at once, trying
+                 // a few placement orders (largest, program, peak first) and keeping the best
 };
 
 const char* toString(PlannerAlgorithm algorithm);
