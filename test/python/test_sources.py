@@ -176,7 +176,7 @@ def test_properties(net):
     module = static_runtime.StaticModule(torch.jit.script(net))
     assert module.schema.startswith("forward(Tensor x)")
     assert "graph(" in module.graph
-    assert "aten::linear" in module.graph
+    assert "srt::fused_linear" in module.graph or "aten::linear" in module.graph
     assert module.options == {
         "enable_out_variant": True,
         "optimize_memory": True,
@@ -185,9 +185,10 @@ def test_properties(net):
         "use_maybe_copy_variants": True,
         "gemm_backend": module.options["gemm_backend"],
         "memory_planner": "greedy_by_size",
+        "disabled_passes": [],
     }
     assert module.options["gemm_backend"] in GEMM_BACKENDS
-    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "memory_planner"}
+    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "memory_planner", "disabled_passes"}
     assert "static_runtime.StaticModule" in repr(module)
 
 
