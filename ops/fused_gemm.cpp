@@ -269,10 +269,12 @@ std::optional<KernelFunction> gemmFactory(const torch::jit::Node* node,
   if (!op) {
     return std::nullopt;
   }
-  // oneDNN runs constant right operands, which constant folding already made plain: the
-  // transposed operands this op exists for are activations, read in place by OpenBLAS.
+  // oneDNN pays off only with a weight packed once, and this op's operands are activations: as
+  // for an unfused aten::bmm/matmul with a non-constant operand, ATen runs it then. (OpenBLAS
+  // here was 1.25x slower on DeepAndWide's 64 tiny 1x32x1 batched products, measured with
+  // benchmarks/pass_ablation.py.)
   const GemmBackend backend =
-      options.gemm_backend == GemmBackend::kAten ? GemmBackend::kAten : GemmBackend::kOpenBlas;
+      options.gemm_backend == GemmBackend::kOpenBlas ? GemmBackend::kOpenBlas : GemmBackend::kAten;
   return [op = *op, backend](ProcessedNode& p) { runGemm(p, op, backend); };
 }
 
