@@ -61,4 +61,7 @@ bool useMaybeCopyVariants(GraphPtr& graph);
 // one srt::fused_elementwise node (passes/elementwise_fusion.cpp).
 bool fuseElementwiseChains(GraphPtr& graph);
 
+// Hand-written layer norm (mean, variance, root, affine) as one aten::layer_norm.
+bool fuseLayerNorm(GraphPtr& graph);
+
 } // namespace srt::passes

@@ -16,6 +16,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"constant_folding", foldConstants},
       // After constant_folding: it needs the conv weight and the BatchNorm statistics as constants.
       {"conv_bn_folding", foldConvBatchNorm},
+      // Before element-wise fusion, which would otherwise take the normalization's tail, and
+      // before attention fusion, whose input is often this layer norm's output.
+      {"layer_norm_fusion", fuseLayerNorm},
       // Before the GEMM fusions and copy variants: matches the plain aten ops of attention
       // written out by hand (its out_proj and q @ k^T would otherwise be taken by them).
       {"attention_fusion", fuseAttention},
