@@ -2,6 +2,9 @@
 
 #include "passes/describe_node.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/canonicalize.h>
@@ -48,20 +51,99 @@ std::string inputName(const torch::jit::Value* value, size_t position) {
   return "input_" + std::to_string(position);
 }
 
+// `path` ("block0.fc1.weight") must name a tensor attribute of `module`.
+void checkTensorAttribute(const torch::jit::Module& module, const std::string& path) {
+  torch::jit::Module current = module;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string name = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    TORCH_CHECK(!name.empty() && current.hasattr(name), "static_runtime: unbound constant '", path,
+                "' is not an attribute of the module (no '", name, "')");
+    const c10::IValue attribute = current.attr(name);
+    if (dot == std::string::npos) {
+      TORCH_CHECK(attribute.isTensor(), "static_runtime: unbound constant '", path, "' is a ",
+                  attribute.tagKind(), ", expected a tensor attribute");
+      return;
+    }
+    TORCH_CHECK(attribute.isModule(), "static_runtime: unbound constant '", path, "': '", name,
+                "' is not a submodule");
+    current = attribute.toModule();
+    start = dot + 1;
+  }
+}
+
+// The attribute path a prim::GetAttr chain from `self` reads ("fc1.weight"), if it is one.
+std::optional<std::string> attributePath(const torch::jit::Value* value,
+                                         const torch::jit::Value* self) {
+  if (value == self) {
+    return std::string();
+  }
+  const torch::jit::Node* node = value->node();
+  if (node->kind() != c10::prim::GetAttr) {
+    return std::nullopt;
+  }
+  std::optional<std::string> base = attributePath(node->input(0), self);
+  if (!base) {
+    return std::nullopt;
+  }
+  const std::string& name = node->s(c10::attr::name);
+  return base->empty() ? name : *base + "." + name;
+}
+
+void readsAsInputs(torch::jit::Block& block, const torch::jit::Value* self,
+                   const std::vector<std::string>& names,
+                   const std::vector<torch::jit::Value*>& inputs) {
+  for (torch::jit::Node* node : block.nodes()) {
+    if (node->kind() == c10::prim::GetAttr) {
+      const std::optional<std::string> path = attributePath(node->output(), self);
+      auto found = path ? std::find(names.begin(), names.end(), *path) : names.end();
+      if (found != names.end()) {
+        node->output()->replaceAllUsesWith(inputs[found - names.begin()]);
+      }
+    }
+    for (torch::jit::Block* sub_block : node->blocks()) {
+      readsAsInputs(*sub_block, self, names, inputs);
+    }
+  }
+}
+
+// The frozen graph still reads the preserved attributes through `self`; each becomes a graph
+// input appended after forward's arguments, so no pass folds or pre-packs it.
+void bindUnboundConstantsAsInputs(torch::jit::Graph& graph, const std::vector<std::string>& names) {
+  std::vector<torch::jit::Value*> inputs;
+  for (const std::string& name : names) {
+    std::string debug_name = "unbound_" + name;
+    std::replace(debug_name.begin(), debug_name.end(), '.', '_');
+    inputs.push_back(graph.addInput(debug_name)->setType(c10::TensorType::get()));
+  }
+  readsAsInputs(*graph.block(), graph.inputs().at(0), names, inputs);
+}
+
 } // namespace
 
-PreparedGraph prepareModule(const torch::jit::Module& module) {
+PreparedGraph prepareModule(const torch::jit::Module& module,
+                            const std::vector<std::string>& unbound_constants) {
   TORCH_CHECK(module.find_method("forward"), "static_runtime: the module has no `forward` method");
+  for (const std::string& path : unbound_constants) {
+    checkTensorAttribute(module, path);
+  }
   torch::jit::Module frozen = module;
   if (needsFreezing(module)) {
     torch::jit::Module copy = module.clone();
     if (copy.hasattr("training")) {
       copy.eval();
     }
-    frozen = torch::jit::freeze_module(copy);
+    frozen = torch::jit::freeze_module(copy, unbound_constants);
+  } else {
+    TORCH_CHECK(unbound_constants.empty(),
+                "static_runtime: unbound_constants need a module that "
+                "is not frozen yet: a frozen forward no longer reads its attributes");
   }
   torch::jit::Method forward = frozen.get_method("forward");
-  std::shared_ptr<torch::jit::Graph> graph = flatten(forward.graph()->copy());
+  std::shared_ptr<torch::jit::Graph> unflattened = forward.graph()->copy();
+  bindUnboundConstantsAsInputs(*unflattened, unbound_constants);
+  std::shared_ptr<torch::jit::Graph> graph = flatten(unflattened);
 
   torch::jit::Value* self = graph->inputs().at(0);
   if (self->hasUses()) {
@@ -76,7 +158,7 @@ PreparedGraph prepareModule(const torch::jit::Module& module) {
                                        with_self.arguments().end());
   c10::FunctionSchema schema = with_self.cloneWithArguments(std::move(arguments));
   checkSupported(*graph);
-  return {std::move(graph), std::move(schema)};
+  return {std::move(graph), std::move(schema), unbound_constants};
 }
 
 PreparedGraph prepareGraph(const std::shared_ptr<torch::jit::Graph>& original) {
@@ -92,7 +174,7 @@ PreparedGraph prepareGraph(const std::shared_ptr<torch::jit::Graph>& original) {
   }
   c10::FunctionSchema schema("forward", "", std::move(arguments), std::move(returns));
   checkSupported(*graph);
-  return {std::move(graph), std::move(schema)};
+  return {std::move(graph), std::move(schema), {}};
 }
 
 } // namespace srt::passes

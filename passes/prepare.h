@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <ATen/core/function_schema.h>
 
@@ -16,11 +18,16 @@ struct PreparedGraph {
   std::shared_ptr<torch::jit::Graph> graph;
   // forward's schema without `self`: names, types and defaults the caller's arguments bind to.
   c10::FunctionSchema schema;
+  // Tensor attributes left out of freezing (StaticModuleOptions::unbound_constants): the graph
+  // reads them as extra inputs after forward's arguments, in this order.
+  std::vector<std::string> unbound_constants;
 };
 
 // Freezes the module when it is not frozen yet (on a copy, in eval mode), then prepares the graph
-// of its `forward`. The caller's module is left untouched.
-PreparedGraph prepareModule(const torch::jit::Module& module);
+// of its `forward`. The caller's module is left untouched. `unbound_constants` names tensor
+// attributes ("fc1.weight") to keep out of freezing: they become trailing graph inputs.
+PreparedGraph prepareModule(const torch::jit::Module& module,
+                            const std::vector<std::string>& unbound_constants = {});
 
 // Prepares a copy of a free-standing graph (no `self` input); its schema is derived from the
 // graph's inputs.

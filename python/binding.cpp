@@ -90,7 +90,26 @@ std::string validOptionNames() {
     names += option.name;
   }
   return names + ", " + kGemmBackendOption.name + ", " + kMemoryPlannerOption.name +
-         ", disabled_passes";
+         ", disabled_passes, unbound_constants";
+}
+
+// A list or set of str option value; a bare string is iterable too, and would be taken letter by
+// letter.
+std::vector<std::string> stringList(const py::handle& value, const std::string& option,
+                                    const std::string& what) {
+  if (py::isinstance<py::str>(value) || !py::isinstance<py::iterable>(value)) {
+    throw py::type_error("StaticModule() option '" + option + "' must be a list or set of " + what +
+                         ", got " + std::string(py::str(value.get_type().attr("__name__"))));
+  }
+  std::vector<std::string> names;
+  for (const py::handle& item : value) {
+    if (!py::isinstance<py::str>(item)) {
+      throw py::type_error("StaticModule() option '" + option + "' must hold " + what +
+                           " (str), got " + std::string(py::str(item.get_type().attr("__name__"))));
+    }
+    names.push_back(item.cast<std::string>());
+  }
+  return names;
 }
 
 StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
@@ -106,20 +125,13 @@ StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
       continue;
     }
     if (name == "disabled_passes") {
-      // A bare string is iterable too, and would disable passes named by its letters.
-      if (py::isinstance<py::str>(value) || !py::isinstance<py::iterable>(value)) {
-        throw py::type_error("StaticModule() option 'disabled_passes' must be a list or set of "
-                             "pass names, got " +
-                             std::string(py::str(value.get_type().attr("__name__"))));
+      for (std::string& pass : stringList(value, "disabled_passes", "pass names")) {
+        options.disabled_passes.insert(std::move(pass));
       }
-      for (const py::handle& pass : value) {
-        if (!py::isinstance<py::str>(pass)) {
-          throw py::type_error("StaticModule() option 'disabled_passes' must hold pass names "
-                               "(str), got " +
-                               std::string(py::str(pass.get_type().attr("__name__"))));
-        }
-        options.disabled_passes.insert(pass.cast<std::string>());
-      }
+      continue;
+    }
+    if (name == "unbound_constants") {
+      options.unbound_constants = stringList(value, "unbound_constants", "attribute names");
       continue;
     }
     const OptionField* match = nullptr;
@@ -152,6 +164,11 @@ py::dict optionsToDict(const StaticModuleOptions& options) {
     disabled.append(name);
   }
   dict["disabled_passes"] = disabled;
+  py::list unbound;
+  for (const std::string& name : options.unbound_constants) {
+    unbound.append(name);
+  }
+  dict["unbound_constants"] = unbound;
   return dict;
 }
 

@@ -129,11 +129,19 @@ raises the run's error.)doc";
 
 void bindServing(py::module_& m, py::class_<StaticModule, std::shared_ptr<StaticModule>>& cls) {
   cls.def(
-         "run_async",
-         [](const StaticModule& module, const py::args& args, const py::kwargs& kwargs) {
-           return runAsync(module, module.schema(), args, kwargs);
+         "set_constant",
+         [](StaticModule& module, const std::string& name, const at::Tensor& value) {
+           module.setConstant(name, value);
          },
-         kRunAsyncDoc)
+         py::arg("name"), py::arg("value"),
+         "Supplies an unbound constant (option unbound_constants) by attribute name; shared by "
+         "every runtime of the module from its next run.")
+      .def(
+          "run_async",
+          [](const StaticModule& module, const py::args& args, const py::kwargs& kwargs) {
+            return runAsync(module, module.schema(), args, kwargs);
+          },
+          kRunAsyncDoc)
       .def(
           "run",
           [](const StaticModule& module, const py::object& inputs, const py::object& outputs) {

@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "memory/planner.h"
 #include "ops/kernel_options.h"
@@ -34,6 +35,9 @@ struct StaticModuleOptions {
   //     (M=1024 256->768 4015 / 4362 / 4392); at M=1 all within 0.5 µs of each other, and
   //     OpenBLAS ahead for N=10, which oneDNN pads to its 64-wide blocks (M=64: 6.9 / 5.3 / 7.2).
   ops::GemmBackend gemm_backend = ops::GemmBackend::kOneDnn;
+  // Tensor attributes ("fc1.weight") left out of freezing, constant folding and pre-packing,
+  // supplied after build with StaticModule::setConstant (weights that arrive late or change).
+  std::vector<std::string> unbound_constants;
   // Optimization passes to skip, by name (passes::passNames(); `srt inspect` lists them).
   std::set<std::string> disabled_passes;
 

@@ -41,6 +41,7 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
               "output arena (manage_output_tensors=true); call deallocateOutputTensors() before "
               "running again");
   bindArguments(module_.schema(), args, kwargs);
+  module_.appendUnboundConstants(args);
   TORCH_INTERNAL_ASSERT(args.size() == program.num_inputs);
 
   struct ResetOnExit {

@@ -18,12 +18,14 @@ namespace {
 passes::PreparedGraph prepareChecked(const torch::jit::Module& module,
                                      const StaticModuleOptions& options) {
   options.validate();
-  return passes::prepareModule(module);
+  return passes::prepareModule(module, options.unbound_constants);
 }
 
 passes::PreparedGraph prepareChecked(const std::shared_ptr<torch::jit::Graph>& graph,
                                      const StaticModuleOptions& options) {
   options.validate();
+  TORCH_CHECK(options.unbound_constants.empty(), "static_runtime: unbound_constants name module "
+                                                 "attributes; a free-standing graph has none");
   return passes::prepareGraph(graph);
 }
 
@@ -43,6 +45,8 @@ StaticModule::StaticModule(const std::shared_ptr<torch::jit::Graph>& graph,
 
 StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions options)
     : options_(options), graph_(std::move(prepared.graph)), schema_(std::move(prepared.schema)),
+      unbound_names_(std::move(prepared.unbound_constants)),
+      unbound_values_(std::make_shared<const std::vector<at::Tensor>>(unbound_names_.size())),
       pass_reports_(passes::optimize(graph_, options_.passesToSkip())),
       program_(buildProgram(graph_, options_)),
       pool_(std::make_unique<RuntimePool>(*this, defaultPoolSize())) {}
@@ -72,6 +76,43 @@ c10::IValue StaticModule::operator()(std::vector<c10::IValue> args, const Kwargs
 c10::intrusive_ptr<c10::ivalue::Future>
 StaticModule::runAsync(std::vector<c10::IValue> args, Kwargs kwargs, Launcher launcher) const {
   return pool_->runAsync(std::move(args), std::move(kwargs), std::move(launcher));
+}
+
+void StaticModule::setConstant(const std::string& name, at::Tensor value) {
+  auto found = std::find(unbound_names_.begin(), unbound_names_.end(), name);
+  if (found == unbound_names_.end()) {
+    std::string names;
+    for (const std::string& unbound : unbound_names_) {
+      names += (names.empty() ? "" : ", ") + unbound;
+    }
+    TORCH_CHECK(false, "static_runtime: '", name, "' is not an unbound constant of this module; ",
+                names.empty() ? "it has none (StaticModuleOptions::unbound_constants)"
+                              : "they are: " + names);
+  }
+  TORCH_CHECK(value.defined(), "static_runtime: set_constant('", name,
+              "') got an undefined tensor");
+  // Copy-on-write: runs in flight keep the table they started with.
+  std::lock_guard<std::mutex> lock(set_constant_mutex_);
+  auto values = std::make_shared<std::vector<at::Tensor>>(*std::atomic_load(&unbound_values_));
+  (*values)[found - unbound_names_.begin()] = std::move(value);
+  std::atomic_store(&unbound_values_,
+                    std::shared_ptr<const std::vector<at::Tensor>>(std::move(values)));
+}
+
+void StaticModule::appendUnboundConstants(std::vector<c10::IValue>& args) const {
+  if (unbound_names_.empty()) {
+    return;
+  }
+  const std::shared_ptr<const std::vector<at::Tensor>> values = std::atomic_load(&unbound_values_);
+  std::string missing;
+  for (size_t i = 0; i < values->size(); ++i) {
+    if (!(*values)[i].defined()) {
+      missing += (missing.empty() ? "" : ", ") + unbound_names_[i];
+    }
+  }
+  TORCH_CHECK(missing.empty(), "static_runtime: unbound constants not set yet: ", missing,
+              "; supply them with set_constant(name, tensor) before running");
+  args.insert(args.end(), values->begin(), values->end());
 }
 
 c10::TypePtr StaticModule::outputType() const {

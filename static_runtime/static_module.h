@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,15 @@ public:
   // The prepared graph the program was built from.
   const torch::jit::Graph& graph() const { return *graph_; }
   const Program& program() const { return program_; }
+  // Supplies an unbound constant (StaticModuleOptions::unbound_constants) by its attribute name,
+  // shared read-only by every runtime; replacing one takes effect from the next run of each.
+  // Thread-safe. Throws c10::Error for a name that is not an unbound constant.
+  void setConstant(const std::string& name, at::Tensor value);
+  const std::vector<std::string>& unboundConstants() const { return unbound_names_; }
+  // Appends the unbound constants' current values to a run's bound arguments; throws naming the
+  // ones not set yet. Called by StaticRuntime at the start of every run.
+  void appendUnboundConstants(std::vector<c10::IValue>& args) const;
+
   // What forward returns: its single return type, or a tuple of its returns.
   c10::TypePtr outputType() const;
   [[nodiscard]] ModuleStats stats() const;
@@ -72,6 +82,11 @@ private:
   StaticModuleOptions options_;
   std::shared_ptr<torch::jit::Graph> graph_;
   c10::FunctionSchema schema_;
+  std::vector<std::string> unbound_names_;
+  // Swapped whole (std::atomic_load / atomic_store) so a run reads one consistent table without
+  // locking; set_constant_mutex_ only orders concurrent setConstant calls.
+  std::shared_ptr<const std::vector<at::Tensor>> unbound_values_;
+  std::mutex set_constant_mutex_;
   // Initialized before program_: the passes rewrite graph_ that the program is built from.
   std::vector<passes::PassReport> pass_reports_;
   Program program_;

@@ -24,6 +24,7 @@ class StaticModule:
         gemm_backend: str = ...,
         memory_planner: str = ...,
         disabled_passes: Iterable[str] = ...,
+        unbound_constants: Iterable[str] = ...,
     ) -> None:
         """Prepares `forward` of a ScriptModule (or a scripted function, whose argument defaults are not
         kept), or of the module saved at a path. optimize_memory and manage_output_tensors require
@@ -45,6 +46,10 @@ class StaticModule:
         """Without outputs: forward(*inputs) or forward(**inputs). With outputs (preallocated,
         contiguous, same dtype, large enough): writes each tensor output into them and returns
         the actual shapes."""
+        ...
+    def set_constant(self, name: str, value: torch.Tensor) -> None:
+        """Supplies an unbound constant (unbound_constants=[...]) by attribute name, e.g.
+        "fc1.weight"; every runtime of the module uses it from its next run."""
         ...
     def run_async(self, *args: Any, **kwargs: Any) -> torch.futures.Future:
         """Runs forward on ATen's inter-op pool; wait() returns the outputs or raises the error."""

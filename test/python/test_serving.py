@@ -97,3 +97,19 @@ def test_disabled_passes_option_and_pass_reports():
         static_runtime.StaticModule(torch.jit.script(eager), disabled_passes=["nope"])
     with pytest.raises(TypeError, match="list or set of pass names"):
         static_runtime.StaticModule(torch.jit.script(eager), disabled_passes="dead_code")
+
+
+def test_unbound_constants_are_set_after_build():
+    eager, _ = _mlp()
+    module = static_runtime.StaticModule(torch.jit.script(eager), unbound_constants=["fc2.weight"])
+    assert module.options["unbound_constants"] == ["fc2.weight"]
+    x = torch.randn(3, 64)
+    with pytest.raises(RuntimeError, match="not set yet: fc2.weight"):
+        module(x)
+    module.set_constant("fc2.weight", eager.fc2.weight.detach())
+    with torch.no_grad():
+        torch.testing.assert_close(module(x), eager(x))
+    with pytest.raises(RuntimeError, match="not an unbound constant"):
+        module.set_constant("fc1.weight", eager.fc1.weight.detach())
+    with pytest.raises(TypeError, match="list or set of attribute names"):
+        static_runtime.StaticModule(torch.jit.script(eager), unbound_constants="fc2.weight")

@@ -186,9 +186,10 @@ def test_properties(net):
         "gemm_backend": module.options["gemm_backend"],
         "memory_planner": "greedy_by_size",
         "disabled_passes": [],
+        "unbound_constants": [],
     }
     assert module.options["gemm_backend"] in GEMM_BACKENDS
-    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "memory_planner", "disabled_passes"}
+    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "memory_planner", "disabled_passes", "unbound_constants"}
     assert "static_runtime.StaticModule" in repr(module)
 
 
