@@ -39,6 +39,14 @@ size_t countKind(const torch::jit::Graph& graph, const std::string& kind) {
   return countKindIn(*graph.block(), c10::Symbol::fromQualString(kind));
 }
 
+std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs) {
+  std::vector<InputSet> sets;
+  for (const GraphInputs& args : inputs) {
+    sets.push_back({args, {}});
+  }
+  return sets;
+}
+
 std::vector<c10::IValue> runWithJit(const std::shared_ptr<torch::jit::Graph>& graph,
                                     const GraphInputs& inputs) {
   torch::jit::Code code(graph, "pass_test");

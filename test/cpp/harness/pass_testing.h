@@ -8,6 +8,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include "harness/differential.h"
 #include "passes/pipeline.h"
 
 namespace torch::jit {
@@ -27,6 +28,9 @@ std::shared_ptr<torch::jit::Graph> parsedGraph(const std::string& ir);
 
 // Nodes of this kind ("aten::linear", "srt::fused_linear", ...), sub-blocks included.
 size_t countKind(const torch::jit::Graph& graph, const std::string& kind);
+
+// The same inputs as differential-harness input sets (positional arguments, no keywords).
+std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs);
 
 // Runs a graph through the JIT interpreter (no static_runtime involved).
 std::vector<c10::IValue> runWithJit(const std::shared_ptr<torch::jit::Graph>& graph,

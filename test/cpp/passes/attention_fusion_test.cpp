@@ -66,14 +66,6 @@ std::vector<GraphInputs> withMask(std::vector<GraphInputs> sets, bool none_too) 
   return result;
 }
 
-std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& sets) {
-  std::vector<InputSet> result;
-  for (const GraphInputs& set : sets) {
-    result.push_back(InputSet{set, {}});
-  }
-  return result;
-}
-
 void expectFusedOnce(const std::shared_ptr<torch::jit::Graph>& graph) {
   EXPECT_EQ(countKind(*graph, "srt::attention"), 1u) << *graph;
   for (const char* gone : {"aten::softmax", "aten::matmul", "aten::transpose", "aten::permute",

@@ -17,14 +17,6 @@ expectRewrite(const char* source, const std::vector<GraphInputs>& inputs, bool e
                                     expect_changed);
 }
 
-std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs) {
-  std::vector<InputSet> sets;
-  for (const GraphInputs& args : inputs) {
-    sets.push_back({args, {}});
-  }
-  return sets;
-}
-
 const char* kPermuteThenReshape = R"JIT(
 def forward(self, x):
     y = x.permute(0, 2, 1)

@@ -43,14 +43,6 @@ std::vector<GraphInputs> twoShapes(size_t num_tensors) {
   return sets;
 }
 
-std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& sets) {
-  std::vector<InputSet> result;
-  for (const GraphInputs& set : sets) {
-    result.push_back({set, {}});
-  }
-  return result;
-}
-
 // Fuses `source`'s prepared graph; checks the result against the original with the JIT, and the
 // StaticModule (all passes, fused kernel) against the JIT on the unfused module.
 std::shared_ptr<torch::jit::Graph> fuse(const std::string& source,

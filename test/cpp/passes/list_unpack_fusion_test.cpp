@@ -19,14 +19,6 @@ expectRewrite(const char* source, const std::vector<GraphInputs>& inputs, bool e
                                     expect_changed);
 }
 
-std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs) {
-  std::vector<InputSet> sets;
-  for (const GraphInputs& args : inputs) {
-    sets.push_back({args, {}});
-  }
-  return sets;
-}
-
 const char* kEveryFamily = R"JIT(
 def forward(self, x):
     a, b, c = x.chunk(3, -1)

@@ -17,14 +17,6 @@ expectRewrite(const char* source, const std::vector<GraphInputs>& inputs, bool e
                                     expect_changed);
 }
 
-std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs) {
-  std::vector<InputSet> sets;
-  for (const GraphInputs& args : inputs) {
-    sets.push_back({args, {}});
-  }
-  return sets;
-}
-
 // dtype=6 is torch.float32: a no-op for the float input, a conversion for the double one.
 const char* kToFloat = R"JIT(
 def forward(self, x, y):
