@@ -26,10 +26,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-c10::Symbol symbol(const char* name) {
-  return c10::Symbol::fromQualString(name);
-}
-
 // The permutation with negative dims wrapped, when it is a constant of the right length.
 std::optional<std::vector<int64_t>> constantPermutation(const Node* permute) {
   auto dims = constantIntList(permute->input(1));

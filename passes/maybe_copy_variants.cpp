@@ -32,10 +32,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-c10::Symbol symbol(const char* name) {
-  return c10::Symbol::fromQualString(name);
-}
-
 // memory_format None or torch.preserve_format: aten::to then aliases whenever nothing changes.
 bool preservesFormat(const Value* memory_format) {
   auto constant = torch::jit::toIValue(memory_format);

@@ -29,10 +29,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-c10::Symbol symbol(const char* name) {
-  return c10::Symbol::fromQualString(name);
-}
-
 c10::TensorTypePtr tensorType(const Value* value) {
   return value->type()->cast<c10::TensorType>();
 }

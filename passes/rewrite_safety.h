@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include <ATen/core/interned_strings.h>
+
 namespace torch::jit {
 class AliasDb;
 struct Graph;
@@ -31,5 +33,10 @@ bool isTopLevel(const torch::jit::Node* node);
 
 // The value of a constant int list (prim::Constant or a ListConstruct of constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value* value);
+
+// The interned symbol of a qualified operator name ("aten::reshape").
+inline c10::Symbol symbol(const char* name) {
+  return c10::Symbol::fromQualString(name);
+}
 
 } // namespace srt::passes
