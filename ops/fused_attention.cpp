@@ -20,8 +20,11 @@
 #include <c10/util/SmallVector.h>
 #include <c10/util/accumulate.h>
 #include <cblas.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
+#include "ops/gemm_onednn.h"
 #include "ops/gemm_threads.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
@@ -163,60 +166,12 @@ struct HeadShape {
   int64_t mask_col_stride = 0;
 };
 
-// Row reductions with 8 independent lanes, so the compiler vectorizes them without reordering
-// one accumulator (float sums are not associative); `a > b ? a : b` is exactly x86's maxps. The max
-// may miss a NaN of the row, but exp(NaN - max) puts it in the row's sum and so in every output,
-// the result ATen's NaN-propagating maximum gives.
-float rowMax(const float* row, int64_t n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      lanes[l] = lanes[l] > row[j + l] ? lanes[l] : row[j + l];
-    }
-  }
-  for (; j < n; ++j) {
-    lanes[0] = lanes[0] > row[j] ? lanes[0] : row[j];
-  }
-  return *std::max_element(lanes, lanes + kLanes);
+// Floats of scratch attendHead needs per head: its score matrix.
+int64_t headScratchFloats(const HeadShape& s) {
+  return s.sq * s.sk;
 }
 
-float rowSum(const float* row, int64_t n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      lanes[l] += row[j + l];
-    }
-  }
-  for (; j < n; ++j) {
-    lanes[0] += row[j];
-  }
-  float sum = 0.f;
-  for (float lane : lanes) {
-    sum += lane;
-  }
-  return sum;
-}
-
-// Softmax of each row of `scores` ([rows, n], contiguous) in place, as ATen's vectorized last-dim
-// softmax computes it: exp(x - max) * (1 / sum), with ATen's vectorized exp over the whole block.
-void softmaxRows(float* scores, int64_t rows, int64_t n) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = scores + i * n;
-    vec::map(vec::UnaryOp::kAddScalar, row, row, n, {-rowMax(row, n), 1.f});
-  }
-  vec::map(vec::UnaryOp::kExp, scores, scores, rows * n);
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = scores + i * n;
-    vec::map(vec::UnaryOp::kMulScalar, row, row, n, {1.f / rowSum(row, n)});
-  }
-}
-
-// `scores` holds sq * sk floats. `out` is [sq, dv] with row stride out_ld.
+// `scores` holds headScratchFloats(s) floats. `out` is [sq, dv] with row stride out_ld.
 void attendHead(const HeadShape& s, const float* q, const float* k, const float* v,
                 const float* mask, float* scores, float* out, int64_t out_ld) {
   cblas_sgemm(CblasRowMajor, s.q.transpose, s.kt.transpose, s.sq, s.sk, s.dk, s.scale, q, s.q.ld, k,
@@ -239,7 +194,7 @@ void attendHead(const HeadShape& s, const float* q, const float* k, const float*
       }
     }
   }
-  softmaxRows(scores, s.sq, s.sk);
+  vec::softmaxRows(scores, s.sq, s.sk);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, s.v.transpose, s.sq, s.dv, s.sk, 1.f, scores, s.sk, v,
               s.v.ld, 0.f, out, out_ld);
 }
@@ -333,7 +288,7 @@ void attention(ProcessedNode& p) {
   if (out.numel() == 0) {
     return;
   }
-  const int64_t score_floats = roundToLine(s.sq * s.sk);
+  const int64_t score_floats = roundToLine(headScratchFloats(s));
   auto* scores = static_cast<float*>(p.scratch(scoreMatrices() * score_floats * sizeof(float)));
   const float* q_data = q.data_ptr<float>();
   const float* k_data = k.data_ptr<float>();
@@ -354,7 +309,9 @@ void attention(ProcessedNode& p) {
 
 // ---- srt::multi_head_attention -----------------------------------------------------------------
 
-void multiHeadAttention(ProcessedNode& p) {
+// `packed_weight`: the QKV weight packed for oneDNN when the node's weight is a constant and the
+// module uses oneDNN, else nullptr (OpenBLAS computes the projection).
+void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weight) {
   const at::Tensor& x = p.input(0).toTensor();
   const at::Tensor& weight = p.input(1).toTensor();
   const c10::IValue& bias_value = p.input(2);
@@ -400,52 +357,64 @@ void multiHeadAttention(ProcessedNode& p) {
   if (out.numel() == 0) {
     return;
   }
-  // One scratch request: the [rows, 3 * d_model] projection, then a seq x seq score matrix per
-  // thread.
-  const int64_t qkv_floats = roundToLine(rows * 3 * d_model);
-  const int64_t score_floats = roundToLine(seq * seq);
-  auto* qkv =
-      static_cast<float*>(p.scratch((qkv_floats + scoreMatrices() * score_floats) * sizeof(float)));
-  float* scores = qkv + qkv_floats;
-  const int64_t qkv_ld = 3 * d_model;
-
-  // qkv = x @ weightᵀ + bias: sgemm adds into C (beta = 1) pre-filled with the bias rows.
-  if (has_bias) {
-    const float* bias_data = bias.data_ptr<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(qkv + r * qkv_ld, bias_data, qkv_ld * sizeof(float));
-    }
-  }
-  useAtenThreadsForOpenBlas();
-  const float* x_data = x.data_ptr<float>();
-  const float* w_data = weight.data_ptr<float>();
-  const float beta = has_bias ? 1.f : 0.f;
-  if (batch == 1 || x.stride(0) == seq * x_ld) {
-    // The batches are one [batch * seq, d_in] matrix: one GEMM.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, qkv_ld, d_in, 1.f, x_data, x_ld,
-                w_data, d_in, beta, qkv, qkv_ld);
-  } else {
-    for (int64_t b = 0; b < batch; ++b) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, qkv_ld, d_in, 1.f,
-                  x_data + b * x.stride(0), x_ld, w_data, d_in, beta, qkv + b * seq * qkv_ld,
-                  qkv_ld);
-    }
-  }
-
   // Each head reads its columns of the projection in place (row stride 3 * d_model) and writes
   // its context into columns [h * head_dim, (h + 1) * head_dim) of the output (row stride d_model).
+  const int64_t qkv_ld = 3 * d_model;
   const BlasOperand q_op{CblasNoTrans, static_cast<int>(qkv_ld)};
   const BlasOperand kt_op{CblasTrans, static_cast<int>(qkv_ld)};
-  HeadShape s{seq,
-              seq,
-              head_dim,
-              head_dim,
-              static_cast<float>(scale),
-              q_op,
-              kt_op,
-              q_op,
-              mask_layout->row_stride,
-              mask_layout->col_stride};
+  const HeadShape s{seq,
+                    seq,
+                    head_dim,
+                    head_dim,
+                    static_cast<float>(scale),
+                    q_op,
+                    kt_op,
+                    q_op,
+                    mask_layout->row_stride,
+                    mask_layout->col_stride};
+
+  const float* x_data = x.data_ptr<float>();
+  const float* bias_data = has_bias ? bias.data_ptr<float>() : nullptr;
+  // The rows of x as one dense [batch * seq, d_in] matrix, which oneDNN takes.
+  const bool dense_rows = x_ld == d_in && (batch == 1 || x.stride(0) == seq * d_in);
+  std::optional<size_t> onednn_scratchpad;
+  if (packed_weight != nullptr && dense_rows) {
+    onednn_scratchpad = prepareOneDnnGemm(p, *packed_weight, rows, has_bias);
+  }
+  // One scratch request: the [rows, 3 * d_model] projection, a score block per thread, then
+  // oneDNN's scratchpad.
+  const int64_t qkv_floats = roundToLine(rows * qkv_ld);
+  const int64_t score_floats = roundToLine(headScratchFloats(s));
+  const int64_t attention_floats = qkv_floats + scoreMatrices() * score_floats;
+  auto* qkv = static_cast<float*>(
+      p.scratch(attention_floats * sizeof(float) + onednn_scratchpad.value_or(0)));
+  float* scores = qkv + qkv_floats;
+
+  if (onednn_scratchpad) {
+    runOneDnnGemm(p, x_data, bias_data, qkv, qkv + attention_floats);
+  } else {
+    // qkv = x @ weightᵀ + bias: sgemm adds into C (beta = 1) pre-filled with the bias rows.
+    if (has_bias) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(qkv + r * qkv_ld, bias_data, qkv_ld * sizeof(float));
+      }
+    }
+    useAtenThreadsForOpenBlas();
+    const float* w_data = weight.data_ptr<float>();
+    const float beta = has_bias ? 1.f : 0.f;
+    if (batch == 1 || x.stride(0) == seq * x_ld) {
+      // The batches are one [batch * seq, d_in] matrix: one GEMM.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, qkv_ld, d_in, 1.f, x_data, x_ld,
+                  w_data, d_in, beta, qkv, qkv_ld);
+    } else {
+      for (int64_t b = 0; b < batch; ++b) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, qkv_ld, d_in, 1.f,
+                    x_data + b * x.stride(0), x_ld, w_data, d_in, beta, qkv + b * seq * qkv_ld,
+                    qkv_ld);
+      }
+    }
+  }
+
   float* out_data = out.data_ptr<float>();
   const std::array<int64_t, 2> batch_sizes{batch, heads};
   forEachHead(batch * heads, scores, score_floats, [&](int64_t pair, float* head_scores) {
@@ -461,6 +430,27 @@ void multiHeadAttention(ProcessedNode& p) {
   });
 }
 
+constexpr const char* kMultiHeadAttentionSchema =
+    "srt::multi_head_attention(Tensor x, Tensor qkv_weight, Tensor? qkv_bias, int num_heads, "
+    "Tensor? mask, float scale) -> Tensor";
+
+// With oneDNN, a constant QKV weight is packed once here, when the module is built, as for
+// srt::fused_linear: the projection is most of the node's arithmetic.
+std::optional<KernelFunction> multiHeadAttentionFactory(const torch::jit::Node* node,
+                                                        const KernelOptions& options) {
+  if (!node->matches(kMultiHeadAttentionSchema)) {
+    return std::nullopt;
+  }
+  std::shared_ptr<const OneDnnPackedWeight> packed;
+  if (options.gemm_backend == GemmBackend::kOneDnn) {
+    const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(1));
+    if (weight && weight->isTensor() && weight->toTensor().dim() == 2) {
+      packed = packOneDnnWeight(weight->toTensor().t());
+    }
+  }
+  return [packed](ProcessedNode& p) { multiHeadAttention(p, packed.get()); };
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(srt, m) {
@@ -468,9 +458,7 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
                       "Tensor",
                       c10::AliasAnalysisKind::FROM_SCHEMA),
         attentionReference);
-  m.def(torch::schema("srt::multi_head_attention(Tensor x, Tensor qkv_weight, Tensor? qkv_bias, "
-                      "int num_heads, Tensor? mask, float scale) -> Tensor",
-                      c10::AliasAnalysisKind::FROM_SCHEMA),
+  m.def(torch::schema(kMultiHeadAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         multiHeadAttentionReference);
 }
 
@@ -478,9 +466,6 @@ SRT_REGISTER_KERNEL(
     "srt::attention", kOutVariant,
     whenMatches("srt::attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor",
                 attention));
-SRT_REGISTER_KERNEL("srt::multi_head_attention", kOutVariant,
-                    whenMatches("srt::multi_head_attention(Tensor x, Tensor qkv_weight, Tensor? "
-                                "qkv_bias, int num_heads, Tensor? mask, float scale) -> Tensor",
-                                multiHeadAttention));
+SRT_REGISTER_KERNEL("srt::multi_head_attention", kOutVariant, multiHeadAttentionFactory);
 
 } // namespace srt::ops

@@ -202,7 +202,7 @@ std::optional<KernelFunction> fusedLinearFactory(const torch::jit::Node* node,
         runFused(p, GemmBackend::kAten, epilogue);
       };
       if (auto kernel = makeOneDnnKernel(weight->toTensor().t(), linearProblem, std::move(aten),
-                                         *epilogue, kResidual, kAlpha)) {
+                                         *epilogue, kResidual, kAlpha, {kInput, kBias})) {
         return kernel;
       }
     }

@@ -73,10 +73,15 @@ struct GemmOp {
   int packable_input;
   // linear's weight is [N, K]: the right operand is its transpose.
   bool packable_is_transposed;
+  LinearInputs linear_inputs = {};
 };
 
 const GemmOp kLinear{"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-                     linearProblem, atenLinear, 1, true};
+                     linearProblem,
+                     atenLinear,
+                     1,
+                     true,
+                     {/*input=*/0, /*bias=*/2}};
 const GemmOp kAddmm{"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
                     "Scalar alpha=1) -> Tensor",
                     addmmProblem, atenAddmm, 2, false};
@@ -124,7 +129,8 @@ std::optional<KernelFunction> onednnKernel(const GemmOp& op, const Node* node) {
     return std::nullopt;
   }
   const at::Tensor& weight = constant->toTensor();
-  return makeOneDnnKernel(op.packable_is_transposed ? weight.t() : weight, op.lower, op.aten);
+  return makeOneDnnKernel(op.packable_is_transposed ? weight.t() : weight, op.lower, op.aten,
+                          op.linear_inputs);
 }
 
 KernelFunction backendKernel(const GemmOp& op, const Node* node, const KernelOptions& options) {

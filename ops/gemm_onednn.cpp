@@ -1,8 +1,10 @@
 #include "ops/gemm_onednn.h"
 
+#include <cstring>
 #include <memory>
 
 #include <ATen/Functions.h>
+#include <ATen/ops/resize_native.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/gemm_threads.h"
@@ -10,6 +12,15 @@
 #include "ops/processed_node.h"
 
 namespace srt::ops {
+
+// The right operand in oneDNN's preferred layout, shared read-only by all runtimes of a module.
+struct OneDnnPackedWeight {
+  int64_t k = 0;
+  int64_t n = 0;
+  dnnl::memory::desc desc;
+  at::Tensor storage; // desc.get_size() bytes
+};
+
 namespace {
 
 using dnnl::memory;
@@ -23,13 +34,7 @@ const dnnl::engine& cpuEngine() {
   return *engine;
 }
 
-// The right operand in oneDNN's preferred layout, shared read-only by all runtimes of a module.
-struct PackedWeight {
-  int64_t k = 0;
-  int64_t n = 0;
-  memory::desc desc;
-  at::Tensor storage; // desc.get_size() bytes
-};
+using PackedWeight = OneDnnPackedWeight;
 
 // The packed layout is what the matmul implementation picks for `format_tag::any`; it depends on
 // K and N, not on M (brgemm on AVX-512 picks the same blocked layout for M = 1 ... 1024), so one
@@ -218,20 +223,22 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
   state.supported = true;
 }
 
-void execute(OneDnnGemmState& state, ProcessedNode& p, const at::Tensor& a, const at::Tensor& bias,
-             const at::Tensor& out) {
-  state.src.set_data_handle(a.data_ptr());
-  state.dst.set_data_handle(out.data_ptr());
+// `scratchpad`: state.scratchpad_bytes bytes, or nullptr to take them from the node's scratch.
+void execute(OneDnnGemmState& state, ProcessedNode& p, const void* a, const void* bias, void* out,
+             void* scratchpad = nullptr) {
+  state.src.set_data_handle(const_cast<void*>(a));
+  state.dst.set_data_handle(out);
   dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, state.src.get()},
                              {DNNL_ARG_WEIGHTS, state.weights.get()},
                              {DNNL_ARG_DST, state.dst.get()}};
   int num_args = 3;
   if (state.key.addend == AddendMode::kBias) {
-    state.bias.set_data_handle(bias.data_ptr());
+    state.bias.set_data_handle(const_cast<void*>(bias));
     args[num_args++] = {DNNL_ARG_BIAS, state.bias.get()};
   }
   if (state.scratchpad_bytes > 0) {
-    state.scratchpad.set_data_handle(p.scratch(state.scratchpad_bytes));
+    state.scratchpad.set_data_handle(scratchpad != nullptr ? scratchpad
+                                                           : p.scratch(state.scratchpad_bytes));
     args[num_args++] = {DNNL_ARG_SCRATCHPAD, state.scratchpad.get()};
   }
   // The C call takes the arguments as an array: the C++ one wants an unordered_map per call.
@@ -241,28 +248,119 @@ void execute(OneDnnGemmState& state, ProcessedNode& p, const at::Tensor& a, cons
   state.stream.wait();
 }
 
+// A linear-shaped node's common case, straight from the data pointers (see LinearInputs): a
+// contiguous float32 activation [..., K], a contiguous bias of N values or none, and a residual
+// of exactly the output's shape. False (nothing written) for anything else, which the general
+// path then takes.
+bool runDenseLinear(ProcessedNode& p, const PackedWeight& packed, LinearInputs linear,
+                    const GemmEpilogue& epilogue, int residual_input, int alpha_input) {
+  const at::Tensor& x = p.input(linear.input).toTensor();
+  if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.dim() < 2 || x.size(-1) != packed.k ||
+      x.numel() == 0 || !x.is_contiguous()) {
+    return false;
+  }
+  AddendMode mode = AddendMode::kNone;
+  const c10::IValue& bias_value = p.input(linear.bias);
+  const at::Tensor* bias = nullptr;
+  if (!bias_value.isNone()) {
+    bias = &bias_value.toTensor();
+    if (bias->scalar_type() != at::kFloat || !bias->is_cpu() || bias->dim() != 1 ||
+        bias->size(0) != packed.n || !bias->is_contiguous()) {
+      return false;
+    }
+    mode = AddendMode::kBias;
+  }
+  c10::SmallVector<int64_t, 4> out_sizes(x.sizes().begin(), x.sizes().end());
+  out_sizes.back() = packed.n;
+  GemmEpilogue run_epilogue = epilogue;
+  const at::Tensor* residual = nullptr;
+  if (epilogue.has_residual) {
+    residual = &p.input(residual_input).toTensor();
+    const at::Scalar alpha = p.input(alpha_input).toScalar();
+    if (alpha.isComplex() || residual->scalar_type() != at::kFloat || !residual->is_cpu() ||
+        residual->sizes() != at::IntArrayRef(out_sizes) || !residual->is_contiguous()) {
+      return false;
+    }
+    run_epilogue.alpha = alpha.toDouble();
+  }
+  const PostOps post_ops = postOpsFor(run_epilogue);
+  const PrimitiveKey key{x.numel() / packed.k, useAtenThreadsForOneDnn(), 1.0, 0.0, mode, post_ops};
+  auto& state = p.state<OneDnnGemmState>();
+  if (!state.built || !(state.key == key)) {
+    build(state, key, packed);
+  }
+  if (!state.supported) {
+    return false;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  at::native::resize_(out, out_sizes);
+  if (residual != nullptr) {
+    std::memcpy(out.data_ptr(), residual->data_ptr(), out.numel() * sizeof(float));
+  }
+  execute(state, p, x.data_ptr(), bias == nullptr ? nullptr : bias->data_ptr(), out.data_ptr());
+  return true;
+}
+
 } // namespace
 
+std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& weight) {
+  if (weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_cpu() ||
+      weight.numel() == 0) {
+    return nullptr;
+  }
+  try {
+    return packWeight(weight);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
+                                        int64_t m, bool has_bias) {
+  const PrimitiveKey key{m,
+                         useAtenThreadsForOneDnn(),
+                         1.0,
+                         0.0,
+                         has_bias ? AddendMode::kBias : AddendMode::kNone,
+                         PostOps{}};
+  auto& state = p.state<OneDnnGemmState>();
+  if (!state.built || !(state.key == key)) {
+    build(state, key, weight);
+  }
+  if (!state.supported) {
+    return std::nullopt;
+  }
+  return state.scratchpad_bytes;
+}
+
+void runOneDnnGemm(ProcessedNode& p, const float* a, const float* bias, float* out,
+                   void* scratchpad) {
+  auto& state = p.state<OneDnnGemmState>();
+  TORCH_INTERNAL_ASSERT(state.built && state.supported, "runOneDnnGemm before prepareOneDnnGemm");
+  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratchpad_bytes == 0,
+                        "oneDNN GEMM without its scratchpad");
+  execute(state, p, a, bias, out, scratchpad);
+}
+
 std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
-                                               KernelFunction aten_kernel) {
-  return makeOneDnnKernel(weight, lower, std::move(aten_kernel), GemmEpilogue{}, -1, -1);
+                                               KernelFunction aten_kernel, LinearInputs linear) {
+  return makeOneDnnKernel(weight, lower, std::move(aten_kernel), GemmEpilogue{}, -1, -1, linear);
 }
 
 std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
                                                KernelFunction aten_kernel, GemmEpilogue epilogue,
-                                               int residual_input, int alpha_input) {
-  if (weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_cpu() ||
-      weight.numel() == 0) {
-    return std::nullopt;
-  }
-  std::shared_ptr<const PackedWeight> packed;
-  try {
-    packed = packWeight(weight);
-  } catch (const dnnl::error&) {
-    return std::nullopt; // no matmul implementation on this CPU: ATen runs the node
+                                               int residual_input, int alpha_input,
+                                               LinearInputs linear) {
+  std::shared_ptr<const PackedWeight> packed = packOneDnnWeight(weight);
+  if (!packed) {
+    return std::nullopt; // not a float32 matrix, or no matmul implementation on this CPU
   }
   return [packed, lower, aten_kernel = std::move(aten_kernel), epilogue, residual_input,
-          alpha_input](ProcessedNode& p) {
+          alpha_input, linear](ProcessedNode& p) {
+    if (linear.input >= 0 &&
+        runDenseLinear(p, *packed, linear, epilogue, residual_input, alpha_input)) {
+      return;
+    }
     std::optional<GemmProblem> problem = lower(p);
     if (!problem || problem->batchDims() != 0 || problem->a.scalar_type() != at::kFloat ||
         !problem->a.is_cpu() || problem->k() != packed->k || problem->n() != packed->n) {
@@ -314,7 +412,9 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
     if (post_ops.residual_sum) {
       out.copy_(residual); // broadcasts a residual row or column
     }
-    execute(state, p, a, problem->addend, out_view);
+    execute(state, p, a.data_ptr(),
+            key.addend == AddendMode::kBias ? problem->addend.data_ptr() : nullptr,
+            out_view.data_ptr());
   };
 }
 

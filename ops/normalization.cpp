@@ -17,6 +17,7 @@
 
 #include "ops/fast_path.h"
 #include "ops/registry.h"
+#include "ops/vectorized_loops.h"
 
 namespace srt::ops {
 namespace {
@@ -69,7 +70,11 @@ void layerNorm(ProcessedNode& p) {
   const c10::MaybeOwned<at::Tensor> gamma = contiguousOrUndefined(weight);
   const c10::MaybeOwned<at::Tensor> beta = contiguousOrUndefined(bias);
   at::Tensor& out = contiguousOutput(p, 0, input.sizes(), input.options());
-  if (M > 0) {
+  if (M > 0 && type == at::kFloat) {
+    vec::layerNormRows(x->data_ptr<float>(), gamma->defined() ? gamma->data_ptr<float>() : nullptr,
+                       beta->defined() ? beta->data_ptr<float>() : nullptr, static_cast<float>(eps),
+                       out.data_ptr<float>(), M, N);
+  } else if (M > 0) {
     // No mean / rstd outputs: inference needs neither (PyTorch's Static Runtime does the same).
     at::native::LayerNormKernel(at::kCPU, *x, *gamma, *beta, M, N, eps, &out, /*mean=*/nullptr,
                                 /*rstd=*/nullptr);

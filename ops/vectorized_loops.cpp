@@ -1,6 +1,7 @@
 // Picks the capability build of ops/cpu/float_kernels.cpp and splits large ranges over threads.
 #include "ops/vectorized_loops.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -17,6 +18,9 @@ namespace srt::ops::vec {
                   Params params);                                                                  \
   void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, float* out,       \
                    int64_t n);                                                                     \
+  void softmaxRowsLoop(float* x, int64_t rows, int64_t n);                                         \
+  void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, float eps,         \
+                         float* out, int64_t rows, int64_t n);                                     \
   }
 SRT_DECLARE_CAPABILITY_LOOPS(DEFAULT)
 SRT_DECLARE_CAPABILITY_LOOPS(AVX2)
@@ -30,11 +34,19 @@ struct Loops {
   decltype(&DEFAULT::unaryLoop) unary;
   decltype(&DEFAULT::binaryLoop) binary;
   decltype(&DEFAULT::ternaryLoop) ternary;
+  decltype(&DEFAULT::softmaxRowsLoop) softmax_rows;
+  decltype(&DEFAULT::layerNormRowsLoop) layer_norm_rows;
 };
 
-constexpr Loops kDefault{"DEFAULT", DEFAULT::unaryLoop, DEFAULT::binaryLoop, DEFAULT::ternaryLoop};
-constexpr Loops kAvx2{"AVX2", AVX2::unaryLoop, AVX2::binaryLoop, AVX2::ternaryLoop};
-constexpr Loops kAvx512{"AVX512", AVX512::unaryLoop, AVX512::binaryLoop, AVX512::ternaryLoop};
+#define SRT_CAPABILITY_LOOPS(capability)                                                           \
+  Loops {                                                                                          \
+#capability, capability::unaryLoop, capability::binaryLoop, capability::ternaryLoop,           \
+        capability::softmaxRowsLoop, capability::layerNormRowsLoop                                 \
+  }
+constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
+constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
+constexpr Loops kAvx512 = SRT_CAPABILITY_LOOPS(AVX512);
+#undef SRT_CAPABILITY_LOOPS
 
 // ATen's choice (ATEN_CPU_CAPABILITY, else what the CPU has: Debian's 1.13 reports AVX2 on
 // this project's AVX-512 machines). LibTorch 1.13 has no getter for it; its build report names it.
@@ -96,6 +108,29 @@ void map(TernaryOp op, const float* x, const float* y, const float* z, float* ou
   const auto fn = loops().ternary;
   splitOverThreads(n, [&](int64_t begin, int64_t end) {
     fn(op, x + begin, y + begin, z + begin, out + begin, end - begin);
+  });
+}
+
+// Rows per task so that a task holds about kGrainSize floats.
+template <typename Body> void splitRowsOverThreads(int64_t rows, int64_t n, const Body& body) {
+  if (rows * n <= kGrainSize || rows == 1) {
+    body(0, rows);
+  } else {
+    at::parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n)), body);
+  }
+}
+
+void softmaxRows(float* x, int64_t rows, int64_t n) {
+  const auto fn = loops().softmax_rows;
+  splitRowsOverThreads(rows, n,
+                       [&](int64_t begin, int64_t end) { fn(x + begin * n, end - begin, n); });
+}
+
+void layerNormRows(const float* x, const float* gamma, const float* beta, float eps, float* out,
+                   int64_t rows, int64_t n) {
+  const auto fn = loops().layer_norm_rows;
+  splitRowsOverThreads(rows, n, [&](int64_t begin, int64_t end) {
+    fn(x + begin * n, gamma, beta, eps, out + begin * n, end - begin, n);
   });
 }
 

@@ -63,6 +63,16 @@ void map(UnaryOp op, const float* x, float* out, int64_t n, Params params = {});
 void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params = {});
 void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n);
 
+// Row-wise kernels over `rows` contiguous rows of `n` floats, rows split over the intra-op threads
+// when there are enough of them. One call for a whole block of rows: the small rows of attention
+// and transformer layers (16 to 128 floats) cost less than a call each.
+// Each row replaced by its softmax: exp(x - max) * (1 / sum), as ATen's last-dimension softmax.
+void softmaxRows(float* x, int64_t rows, int64_t n);
+// out = (x - mean) * rstd * gamma + beta per row, rstd = 1 / sqrt(biased variance + eps); gamma
+// and beta are n floats or nullptr (then 1 and 0). `out` may be `x`.
+void layerNormRows(const float* x, const float* gamma, const float* beta, float eps, float* out,
+                   int64_t rows, int64_t n);
+
 // The CPU capability whose build of the loops runs: "DEFAULT", "AVX2" or "AVX512".
 const char* capability();
 

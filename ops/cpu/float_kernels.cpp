@@ -3,8 +3,10 @@
 // (8 floats with AVX2, 16 with AVX-512) and every symbol lands in its own inline namespace.
 // Each op is written as ATen 1.13's CPU kernel writes its vector lambda (see vectorized_loops.h
 // for how closely results match).
+#include <algorithm>
 #include <cmath>
 
+#include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
 #include "ops/vectorized_loops.h"
@@ -161,6 +163,74 @@ void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, f
   case TernaryOp::kMulAdd:
     return loop(
         out, n, [](Vec u, Vec v, Vec w) { return u * v + w; }, x, y, z);
+  }
+}
+
+namespace {
+
+float sumOf(const float* x, int64_t n) {
+  return at::vec::reduce_all<float>([](Vec a, Vec b) { return a + b; }, x, n);
+}
+
+// One row of ATen's last-dimension softmax (vec_log_softmax_lastdim's sibling, _vec_softmax):
+// exp(x - max), then times 1 / sum.
+void softmaxRow(float* x, int64_t n) {
+  const float max =
+      at::vec::reduce_all<float>([](Vec a, Vec b) { return at::vec::maximum(a, b); }, x, n);
+  const Vec max_vec(max);
+  loop(
+      x, n, [&](Vec v) { return (v - max_vec).exp(); }, x);
+  const Vec inverse_sum(1.f / sumOf(x, n));
+  loop(
+      x, n, [&](Vec v) { return v * inverse_sum; }, x);
+}
+
+// One row of layer norm: mean and biased variance over the row (two passes, so no cancellation),
+// then (x * rstd - mean * rstd) * gamma + beta as ATen's LayerNormKernel writes it.
+void layerNormRow(const float* x, const float* gamma, const float* beta, float eps, float* out,
+                  int64_t n) {
+  const float mean = sumOf(x, n) / static_cast<float>(n);
+  const Vec mean_vec(mean);
+  Vec squares(0.f);
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    const Vec d = Vec::loadu(x + i) - mean_vec;
+    squares = at::vec::fmadd(d, d, squares);
+  }
+  float variance_sum = at::vec::vec_reduce_all<float>([](Vec a, Vec b) { return a + b; }, squares);
+  for (; i < n; ++i) {
+    variance_sum += (x[i] - mean) * (x[i] - mean);
+  }
+  const float rstd = 1.f / std::sqrt(std::max(variance_sum / static_cast<float>(n), 0.f) + eps);
+  const Vec scale(rstd);
+  const Vec shift(-mean * rstd);
+  if (gamma != nullptr && beta != nullptr) {
+    loop(
+        out, n, [&](Vec v, Vec g, Vec b) { return (v * scale + shift) * g + b; }, x, gamma, beta);
+  } else if (gamma != nullptr) {
+    loop(
+        out, n, [&](Vec v, Vec g) { return (v * scale + shift) * g; }, x, gamma);
+  } else if (beta != nullptr) {
+    loop(
+        out, n, [&](Vec v, Vec b) { return v * scale + shift + b; }, x, beta);
+  } else {
+    loop(
+        out, n, [&](Vec v) { return v * scale + shift; }, x);
+  }
+}
+
+} // namespace
+
+void softmaxRowsLoop(float* x, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    softmaxRow(x + r * n, n);
+  }
+}
+
+void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, float eps, float* out,
+                       int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    layerNormRow(x + r * n, gamma, beta, eps, out + r * n, n);
   }
 }
 

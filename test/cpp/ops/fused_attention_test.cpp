@@ -136,6 +136,42 @@ TEST(FusedAttentionKernel, MultiHeadAttentionStridedInput) {
   expectKernelMatchesJit(kMultiHeadIr, sets, "srt::multi_head_attention");
 }
 
+// With the QKV weight and bias constants (as after freezing), oneDNN runs the projection on the
+// weight packed at build time when the rows of x are dense, and OpenBLAS when they are not.
+TEST(FusedAttentionKernel, MultiHeadAttentionWithConstantWeightOnEveryBackend) {
+  const at::Tensor w = randn({3 * kModel, kModel}) * 0.3;
+  const at::Tensor b = randn({3 * kModel});
+  auto graph = parsedGraph(kMultiHeadIr);
+  {
+    torch::jit::WithInsertPoint at_start(graph->nodes().front());
+    graph->inputs()[1]->replaceAllUsesWith(graph->insertConstant(w));
+    graph->inputs()[2]->replaceAllUsesWith(graph->insertConstant(b));
+  }
+  graph->eraseInput(2);
+  graph->eraseInput(1);
+  const std::vector<GraphInputs> sets = {
+      {randn({3, 7, kModel}), c10::IValue()},
+      {randn({1, 16, kModel}), randn({16, 16})},
+      {randn({3, 7, 2 * kModel}).narrow(-1, 0, kModel), c10::IValue()}, // rows not dense
+      {randn({7, 3, kModel}).transpose(0, 1), randn({3, 1, 7, 7})},     // batches not dense
+      {randn({2, 0, kModel}), c10::IValue()}};
+  for (const ops::GemmBackend backend :
+       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
+    SCOPED_TRACE(ops::toString(backend));
+    StaticModuleOptions options;
+    options.gemm_backend = backend;
+    StaticModule module(graph->copy(), options);
+    for (int round = 0; round < 2; ++round) {
+      for (size_t i = 0; i < sets.size(); ++i) {
+        const std::vector<c10::IValue> expected = runWithJit(graph, sets[i]);
+        for (int run = 0; run < 2; ++run) {
+          EXPECT_EQ(compareIValues(expected[0], module(sets[i])), "") << "input set " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(FusedAttentionKernel, MultiHeadAttentionZeroSizesAndDouble) {
   auto sets = multiHeadSets(randn({0, 5, kModel}));
   auto no_seq = multiHeadSets(randn({2, 0, kModel}));

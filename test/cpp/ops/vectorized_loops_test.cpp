@@ -1,5 +1,6 @@
 // The float32 fast path on its own: ops/vectorized_loops.h against ATen's functions, and how
 // out-variant kernels reuse (and must not reuse) their output tensor.
+#include <limits>
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include "ops/op_test_helpers.h"
@@ -102,6 +103,37 @@ TEST(ElementwiseFastPath, BinaryLoopsMatchAten) {
     ops::vec::map(ops::vec::TernaryOp::kMulAdd, x.data_ptr<float>(), y.data_ptr<float>(),
                   positive.data_ptr<float>(), out.data_ptr<float>(), n);
     expectClose(out, x * y + positive, "mul_add");
+  }
+}
+
+TEST(RowKernels, SoftmaxRowsMatchesAten) {
+  for (const int64_t n : {1, 7, 16, 33, 300}) {
+    SCOPED_TRACE(n);
+    at::Tensor x = torch::randn({5, n}) * 4;
+    if (n > 1) {
+      x[1][0] = -std::numeric_limits<float>::infinity(); // a masked key
+    }
+    at::Tensor rows = x.clone();
+    ops::vec::softmaxRows(rows.data_ptr<float>(), 5, n);
+    EXPECT_TRUE(torch::allclose(rows, torch::softmax(x, -1), 1e-6, 1e-7));
+  }
+}
+
+TEST(RowKernels, LayerNormRowsMatchesAten) {
+  for (const int64_t n : {1, 7, 16, 64, 300}) {
+    SCOPED_TRACE(n);
+    const at::Tensor x = torch::randn({9, n}) * 3 + 5; // an offset mean tests the two passes
+    const at::Tensor gamma = torch::randn({n});
+    const at::Tensor beta = torch::randn({n});
+    for (const bool affine : {true, false}) {
+      at::Tensor out = torch::empty_like(x);
+      ops::vec::layerNormRows(x.data_ptr<float>(), affine ? gamma.data_ptr<float>() : nullptr,
+                              affine ? beta.data_ptr<float>() : nullptr, 1e-5f,
+                              out.data_ptr<float>(), 9, n);
+      const at::Tensor expected =
+          affine ? at::layer_norm(x, {n}, gamma, beta, 1e-5) : at::layer_norm(x, {n}, {}, {}, 1e-5);
+      EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-5)) << "affine " << affine;
+    }
   }
 }
 
