@@ -61,6 +61,10 @@ bool useMaybeCopyVariants(GraphPtr& graph);
 // one srt::fused_elementwise node (passes/elementwise_fusion.cpp).
 bool fuseElementwiseChains(GraphPtr& graph);
 
+// nn.TransformerEncoderLayer's fast-path op (aten::_transformer_encoder_layer_fwd) with constant
+// weights -> layer_norm, srt::multi_head_attention and srt::fused_linear on pre-packed weights
+// (encoder_layer_decomposition.cpp).
+bool decomposeEncoderLayers(GraphPtr& graph);
 // Hand-written layer norm (mean, variance, root, affine) as one aten::layer_norm.
 bool fuseLayerNorm(GraphPtr& graph);
 

@@ -16,6 +16,8 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"constant_folding", foldConstants},
       // After constant_folding: it needs the conv weight and the BatchNorm statistics as constants.
       {"conv_bn_folding", foldConvBatchNorm},
+      // After constant_folding (its weights must be constants); emits the fused ops directly.
+      {"encoder_layer_decomposition", decomposeEncoderLayers},
       // Before element-wise fusion, which would otherwise take the normalization's tail, and
       // before attention fusion, whose input is often this layer norm's output.
       {"layer_norm_fusion", fuseLayerNorm},

@@ -407,6 +407,22 @@ def _transformer_encoder_layer() -> ZooEntry:
     return _entry("transformer_encoder_layer", layer, _random_sets([(1, 16, 64)], [(2, 8, 64)]))
 
 
+def _encoder_layer_norm_first_gelu() -> ZooEntry:
+    layer = nn.TransformerEncoderLayer(64, 4, 128, activation="gelu", norm_first=True, batch_first=True)
+    return _entry("encoder_layer_norm_first_gelu", layer, _random_sets([(1, 16, 64)], [(3, 5, 64)]))
+
+
+def _encoder_layer_key_padding_mask() -> ZooEntry:
+    """The fast path with a mask, which stays ATen's op, next to a call without one."""
+    layer = nn.TransformerEncoderLayer(32, 2, 64, batch_first=True)
+    padding = torch.tensor([[False] * 6 + [True] * 2, [False] * 8])
+    return _entry(
+        "encoder_layer_key_padding_mask",
+        layer,
+        [(torch.randn(2, 8, 32), None, padding), (torch.randn(1, 4, 32), None, None)],
+    )
+
+
 def _linear() -> ZooEntry:
     return _entry("linear", Linear(), _random_sets([(2, 32)], [(5, 3, 32)]))
 
@@ -590,6 +606,8 @@ _BUILDERS: List[Callable[[], ZooEntry]] = [
     _inplace_ops,
     _int_tensor_input,
     _traced_mlp,
+    _encoder_layer_norm_first_gelu,
+    _encoder_layer_key_padding_mask,
 ]
 
 
