@@ -21,6 +21,10 @@ void runWithEvent(ops::ProcessedNode& node) {
     return;
   }
   at::RecordFunction event(std::move(*callbacks));
+  // Before the start callbacks run, so that they see it too (PyTorch sets it after: end only).
+  if (node.kind() == ops::KernelKind::kOutVariant) {
+    event._setStaticRuntimeOutVariant();
+  }
   // Interned: the string lives as long as the process.
   const char* name = node.node()->kind().toQualString();
   if (event.needsInputs()) {
@@ -33,9 +37,6 @@ void runWithEvent(ops::ProcessedNode& node) {
     event.before(name, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
   } else {
     event.before(name);
-  }
-  if (node.kind() == ops::KernelKind::kOutVariant) {
-    event._setStaticRuntimeOutVariant();
   }
   node.run();
 }

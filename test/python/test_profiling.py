@@ -174,7 +174,8 @@ def test_individual_metrics_add_up_and_match_stats(name):
 def test_individual_ops_of_a_loop_are_timed_within_it():
     entry, module = _zoo("loop_on_value")
     x = entry.inputs[0][0]
-    metrics = module.benchmark_individual_ops((x, 300), main_runs=3)
+    # 1.5**100 stays finite in float32: the last loop halves it back below 1.
+    metrics = module.benchmark_individual_ops((x, 100), main_runs=3)
     assert metrics.total_nodes_count < module.stats()["nodes"]
     assert metrics.percent_per_node_type["prim::Loop"] > 50
 
@@ -238,7 +239,8 @@ def _profile(module, args, kwargs=None, **profile_options):
     return prof
 
 
-@pytest.mark.parametrize("name", ["mlp", "deep_and_wide", "cnn", "transformer_encoder_layer"])
+# Models without control flow: their graph lists every node that runs, once.
+@pytest.mark.parametrize("name", ["mlp", "deep_and_wide", "traced_mlp", "view_chain"])
 def test_profiler_shows_one_event_per_node_named_by_kind(name):
     entry, module = _zoo(name)
     args = entry.inputs[0]
@@ -263,7 +265,9 @@ def test_chrome_trace_contains_the_nodes(tmp_path):
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())
-    names = collections.Counter(event.get("name") for event in trace["traceEvents"])
+    # The JSON Object Format ({"traceEvents": [...]}) or the JSON Array Format, as chrome://tracing reads both.
+    trace_events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    names = collections.Counter(event.get("name") for event in trace_events)
     expected = collections.Counter(event.name for event in prof.events() if event.scope == STATIC_RUNTIME_OP)
     assert any(kind.startswith("srt::") for kind in expected), "the fused block shows our own ops"
     for kind, count in expected.items():
