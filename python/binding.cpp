@@ -26,6 +26,8 @@ std::vector<c10::IValue> toArguments(const c10::FunctionSchema& schema, const py
                                      const py::kwargs& kwargs, Kwargs& bound_kwargs);
 // Defined in serving.cpp.
 void bindServing(py::module_& m, py::class_<StaticModule, std::shared_ptr<StaticModule>>& cls);
+// Defined in profiling.cpp.
+void bindProfiling(py::module_& m, py::class_<StaticModule, std::shared_ptr<StaticModule>>& cls);
 
 namespace {
 
@@ -343,4 +345,5 @@ scratch placed in the arena: "planned_scratch_blocks", "planned_scratch_bytes",
           "The StaticModuleOptions the module was built with, as a dict.")
       .def("__repr__", &repr);
   bindServing(m, static_module);
+  bindProfiling(m, static_module);
 }

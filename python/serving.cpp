@@ -105,9 +105,10 @@ py::object runTensors(RuntimePool& pool, const c10::FunctionSchema& schema,
   return std::move(result);
 }
 
-RuntimeOptions runtimeOptions(int intra_op_threads) {
+RuntimeOptions runtimeOptions(int intra_op_threads, bool profiling) {
   RuntimeOptions options;
   options.intra_op_threads = intra_op_threads;
+  options.profiling = profiling;
   return options;
 }
 
@@ -169,16 +170,19 @@ void bindServing(py::module_& m, py::class_<StaticModule, std::shared_ptr<Static
   py::class_<PyRuntimePool, std::shared_ptr<PyRuntimePool>>(m, "RuntimePool", R"doc(
 A bounded pool of runtimes of one StaticModule, lent to one caller at a time.
 
-RuntimePool(module, num_runtimes, intra_op_threads=0): runtimes are created lazily, each running
-with intra_op_threads threads (0: the caller's setting) on the calling thread only. A call blocks
-while all runtimes are busy.)doc")
-      .def(py::init(
-               [](std::shared_ptr<StaticModule> module, size_t num_runtimes, int intra_op_threads) {
-                 auto pool = std::shared_ptr<PyRuntimePool>(new PyRuntimePool{
-                     module, RuntimePool(*module, num_runtimes, runtimeOptions(intra_op_threads))});
-                 return pool;
-               }),
-           py::arg("module"), py::arg("num_runtimes"), py::arg("intra_op_threads") = 0)
+RuntimePool(module, num_runtimes, intra_op_threads=0, profiling=True): runtimes are created
+lazily, each running with intra_op_threads threads (0: the caller's setting) on the calling
+thread only, and recording a profiler event per node while a profiler is active unless
+profiling=False. A call blocks while all runtimes are busy.)doc")
+      .def(py::init([](std::shared_ptr<StaticModule> module, size_t num_runtimes,
+                       int intra_op_threads, bool profiling) {
+             auto pool = std::shared_ptr<PyRuntimePool>(new PyRuntimePool{
+                 module,
+                 RuntimePool(*module, num_runtimes, runtimeOptions(intra_op_threads, profiling))});
+             return pool;
+           }),
+           py::arg("module"), py::arg("num_runtimes"), py::arg("intra_op_threads") = 0,
+           py::arg("profiling") = true)
       .def(
           "__call__",
           [](PyRuntimePool& self, const py::args& args, const py::kwargs& kwargs) {
@@ -205,16 +209,25 @@ while all runtimes are busy.)doc")
             return runTensors(self.pool, self.module->schema(), inputs, outputs);
           },
           py::arg("inputs"), py::arg("outputs") = py::none(), kRunDoc)
-      .def_property_readonly("num_runtimes",
-                             [](const PyRuntimePool& self) { return self.pool.numRuntimes(); })
+      .def_property_readonly(
+          "num_runtimes", [](const PyRuntimePool& self) { return self.pool.numRuntimes(); },
+          "The most runtimes the pool creates: its bound on concurrent runs.")
       .def_property_readonly(
           "num_created", [](const PyRuntimePool& self) { return self.pool.numCreated(); },
           "Runtimes created so far (lazily, up to num_runtimes).")
       .def_property(
           "intra_op_threads",
           [](const PyRuntimePool& self) { return self.pool.options().intra_op_threads; },
-          [](PyRuntimePool& self, int threads) { self.pool.setOptions(runtimeOptions(threads)); },
-          "Intra-op threads of every runtime of the pool from its next run (0: the caller's).");
+          [](PyRuntimePool& self, int threads) {
+            self.pool.setOptions(runtimeOptions(threads, self.pool.options().profiling));
+          },
+          "Intra-op threads of every runtime of the pool from its next run (0: the caller's).")
+      .def_property(
+          "profiling", [](const PyRuntimePool& self) { return self.pool.options().profiling; },
+          [](PyRuntimePool& self, bool profiling) {
+            self.pool.setOptions(runtimeOptions(self.pool.options().intra_op_threads, profiling));
+          },
+          "Whether the pool's runtimes record profiler events (see StaticModule.profiling).");
 }
 
 } // namespace srt::python

@@ -9,26 +9,37 @@
 namespace srt {
 
 // Per-runtime state of one block. Built once per runtime; sub-blocks of prim::If / prim::Loop
-// nodes get BlockRunners of their own. `program`, `values` and `scratch` must outlive the runner.
+// nodes get BlockRunners of their own. `program`, `values`, `scratch` and `node_events` must
+// outlive the runner.
 class BlockRunner final : public ops::SubBlock {
 public:
   // Appends the address of every node it builds, sub-blocks included, to `every_node` (when
   // given) in Program::scratch_blocks order: each node, then the nodes of its sub-blocks. The
-  // addresses stay valid as long as the runner.
+  // addresses stay valid as long as the runner. `node_events` is the runtime's per-run decision
+  // to run nodes under profiler events (see profiler_events.h), read by every block.
   BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
-              ops::Scratch* scratch, std::vector<ops::ProcessedNode*>* every_node = nullptr);
+              ops::Scratch* scratch, const bool& node_events,
+              std::vector<ops::ProcessedNode*>* every_node = nullptr);
 
   size_t numInputs() const override { return info_.inputs.size(); }
   size_t numOutputs() const override { return info_.outputs.size(); }
   c10::IValue& input(size_t i) override { return values_[info_.inputs[i]]; }
   const c10::IValue& output(size_t i) const override { return values_[info_.outputs[i]]; }
+  size_t numNodes() const { return nodes_.size(); }
 
   // Runs every node in order; an error names the failing node (see NodeError).
   void run() override;
+  // run(), adding each node's wall time in milliseconds to node_ms[i] (numNodes() entries; a
+  // control-flow node's time includes its blocks'). The same kernels run: only the clock is read
+  // between nodes.
+  void runTimed(double* node_ms);
 
 private:
+  void runNode(ops::ProcessedNode& node);
+
   const BlockInfo& info_;
   c10::IValue* values_;
+  const bool& node_events_;
   std::vector<ops::ProcessedNode> nodes_;
 };
 

@@ -1,9 +1,14 @@
 #include "static_runtime/runtime.h"
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
 #include <c10/core/GradMode.h>
 
 #include "static_runtime/block_runner.h"
 #include "static_runtime/intra_op_threads.h"
+#include "static_runtime/profiler_events.h"
 #include "static_runtime/static_module.h"
 
 namespace srt {
@@ -16,7 +21,8 @@ StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
   // Constants are shared with the module: copying an IValue only bumps a reference count.
   std::copy(program.constants.begin(), program.constants.end(),
             values_.begin() + program.num_inputs);
-  top_block_ = std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_, &nodes_);
+  top_block_ =
+      std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_, node_events_, &nodes_);
   if (module.options().optimize_memory) {
     TORCH_INTERNAL_ASSERT(nodes_.size() == program.scratch_blocks.size());
     planner_.emplace(program.managed_tensors, module.options().memory_planner,
@@ -34,20 +40,56 @@ void StaticRuntime::setOptions(RuntimeOptions options) {
   options_ = options;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Milliseconds from `start` to now; moves `start` to now, so consecutive phases need one read.
+double lap(Clock::time_point& start) {
+  const Clock::time_point now = Clock::now();
+  const double ms = std::chrono::duration<double, std::milli>(now - start).count();
+  start = now;
+  return ms;
+}
+
+} // namespace
+
 c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwargs& kwargs) {
+  return run(std::move(args), kwargs, nullptr);
+}
+
+c10::IValue StaticRuntime::timedRun(std::vector<c10::IValue> args, const Kwargs& kwargs,
+                                    RunTimes& times) {
+  times.nodes.resize(top_block_->numNodes(), 0.0);
+  return run(std::move(args), kwargs, &times);
+}
+
+// `times` is null except for timedRun: the normal path pays one untaken branch per phase.
+c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwargs,
+                               RunTimes* times) {
+  Clock::time_point phase_start = times != nullptr ? Clock::now() : Clock::time_point();
   const Program& program = module_.program();
   TORCH_CHECK(!outputs_outstanding_,
               "StaticRuntime: the tensors the previous run returned still live in this runtime's "
               "output arena (manage_output_tensors=true); call deallocateOutputTensors() before "
               "running again");
+  // Spans the whole run, reset included; declared before anything that must end inside it.
+  std::optional<RunEvent> run_event;
+  node_events_ = false;
+  if (options_.profiling) {
+    run_event.emplace(args);
+    node_events_ = nodeEventsWanted();
+  }
   bindArguments(module_.schema(), args, kwargs);
   module_.appendUnboundConstants(args);
   TORCH_INTERNAL_ASSERT(args.size() == program.num_inputs);
 
   struct ResetOnExit {
     StaticRuntime& runtime;
+    RunTimes* times;
     bool succeeded = false;
     ~ResetOnExit() {
+      Clock::time_point start = times != nullptr ? Clock::now() : Clock::time_point();
       if (runtime.planner_) {
         runtime.reportScratch();
         runtime.planner_->deallocate(runtime.values_.data());
@@ -60,8 +102,15 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
         }
       }
       runtime.resetValues();
+      if (times != nullptr) {
+        times->memory_dealloc += lap(start);
+      }
     }
-  } reset_on_exit{*this};
+  } reset_on_exit{*this, times};
+  std::move(args.begin(), args.end(), values_.begin());
+  if (times != nullptr) {
+    times->setup += lap(phase_start);
+  }
   if (planner_) {
     planner_->allocate(values_.data());
     lendScratch();
@@ -69,12 +118,18 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
   if (output_planner_) {
     output_planner_->allocate(values_.data());
   }
+  if (times != nullptr) {
+    times->memory_alloc += lap(phase_start);
+  }
 
   // Inference only: recording autograd history would cost time and keep activations alive.
   c10::AutoGradMode no_grad(false);
   ScopedIntraOpThreads threads(options_.intra_op_threads);
-  std::move(args.begin(), args.end(), values_.begin());
-  top_block_->run();
+  if (times != nullptr) {
+    top_block_->runTimed(times->nodes.data());
+  } else {
+    top_block_->run();
+  }
   c10::IValue outputs = takeOutputs();
   reset_on_exit.succeeded = true;
   return outputs;
@@ -144,6 +199,30 @@ void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
 
 std::string StaticRuntime::memoryPlan() const {
   return planner_ ? planner_->dump() : "";
+}
+
+std::vector<MemoryPlanEntry> StaticRuntime::memoryPlanEntries() const {
+  std::vector<MemoryPlanEntry> entries;
+  if (!planner_ || planner_->plan().offsets.empty()) {
+    return entries;
+  }
+  const std::vector<memory::Lifetime> lifetimes = planner_->lifetimes();
+  const size_t num_managed = planner_->numManaged();
+  for (size_t i = 0; i < lifetimes.size(); ++i) {
+    // Most nodes ask for no scratch; like memoryPlan(), list only buffers that hold memory.
+    if (lifetimes[i].bytes == 0) {
+      continue;
+    }
+    const bool scratch = i >= num_managed;
+    entries.push_back(
+        {scratch ? planner_->scratch()[i - num_managed].name : planner_->managed()[i].name,
+         scratch ? MemoryPlanEntry::Kind::kScratch : MemoryPlanEntry::Kind::kTensor,
+         lifetimes[i].first, lifetimes[i].last, planner_->plan().offsets[i], lifetimes[i].bytes});
+  }
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const MemoryPlanEntry& a, const MemoryPlanEntry& b) { return a.offset < b.offset; });
+  return entries;
 }
 
 std::string StaticRuntime::verifyMemoryPlan() const {

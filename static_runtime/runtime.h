@@ -11,6 +11,7 @@
 #include "memory/memory_planner.h"
 #include "ops/scratch.h"
 #include "static_runtime/argument_binding.h"
+#include "static_runtime/memory_plan_entry.h"
 #include "static_runtime/runtime_options.h"
 #include "static_runtime/stats.h"
 
@@ -22,6 +23,19 @@ namespace srt {
 
 class BlockRunner;
 class StaticModule;
+
+// Where runs spent their time, in milliseconds, summed over the runs timedRun was given it for
+// (see benchmark.h, which reports them like PyTorch's IndividualMetrics).
+struct RunTimes {
+  // Binding arguments and moving them into the value table.
+  double setup = 0;
+  // Pointing managed tensors and kernel scratch into the arena (also output tensors when managed).
+  double memory_alloc = 0;
+  // One entry per top-level node; a prim::If / prim::Loop node's time includes its blocks'.
+  std::vector<double> nodes;
+  // Detaching managed tensors, dropping inputs and intermediates.
+  double memory_dealloc = 0;
+};
 
 // Not thread-safe: one thread uses a runtime at a time (StaticModule::operator() hands each caller
 // its own). Creating one does no graph work: it sizes the value table and builds node wrappers.
@@ -37,6 +51,10 @@ public:
   // then defaults. Returns what forward returns; the result is the caller's and stays valid
   // across later runs. On error, throws c10::Error and the runtime stays usable.
   [[nodiscard]] c10::IValue operator()(std::vector<c10::IValue> args, const Kwargs& kwargs = {});
+  // operator(), adding the time of each phase and of each top-level node to `times` (sizing
+  // times.nodes on first use). Runs exactly the same kernels; only clock reads are added.
+  [[nodiscard]] c10::IValue timedRun(std::vector<c10::IValue> args, const Kwargs& kwargs,
+                                     RunTimes& times);
 
   const StaticModule& module() const { return module_; }
   const RuntimeOptions& options() const { return options_; }
@@ -50,6 +68,9 @@ public:
   // The current arena layout, one line per managed tensor and kernel scratch block that holds
   // memory ("" without a planner).
   [[nodiscard]] std::string memoryPlan() const;
+  // The same plan as data, one entry per buffer that holds memory, sorted by offset ({} before the
+  // first run or without a planner).
+  [[nodiscard]] std::vector<MemoryPlanEntry> memoryPlanEntries() const;
   // "" when the current plan is valid: no two buffers live at once share bytes, all fit the
   // arena. Otherwise the first violation.
   [[nodiscard]] std::string verifyMemoryPlan() const;
@@ -62,6 +83,7 @@ public:
   void deallocateOutputTensors();
 
 private:
+  c10::IValue run(std::vector<c10::IValue> args, const Kwargs& kwargs, RunTimes* times);
   c10::IValue takeOutputs();
   // Before a run: lends every node its planned scratch block when the plan has changed.
   void lendScratch();
@@ -80,6 +102,8 @@ private:
   size_t lent_plan_generation_ = 0;
   std::optional<memory::MemoryPlanner> output_planner_;
   bool outputs_outstanding_ = false;
+  // Whether the current run's nodes record profiler events; decided at the start of each run.
+  bool node_events_ = false;
   std::unique_ptr<BlockRunner> top_block_;
   // Every node of every block, in Program::scratch_blocks order; owned by top_block_.
   std::vector<ops::ProcessedNode*> nodes_;

@@ -10,8 +10,22 @@ struct RuntimeOptions {
   // calling thread for the duration of the run and restored after. 0 keeps the caller's setting.
   int intra_op_threads = 0;
 
+  // Profiler events. When true (the default) and a profiler (torch.profiler, the autograd
+  // profiler, or any at::RecordFunction observer of the STATIC_RUNTIME_OP / _MODEL scopes) is
+  // active on the calling thread, every executed node (sub-block nodes included) runs under an
+  // at::RecordFunction named by its kind ("srt::fused_linear", "aten::layer_norm") and the
+  // whole run under one named "forward", as in PyTorch's Static Runtime. Whether any observer is
+  // active is asked once per run, so without one this costs one thread-local lookup per run and
+  // nothing per node. False: no events at all, even under a profiler.
+  bool profiling = true;
+
   // Throws c10::Error naming the bad field.
   void validate() const;
+
+  bool operator==(const RuntimeOptions& other) const {
+    return intra_op_threads == other.intra_op_threads && profiling == other.profiling;
+  }
+  bool operator!=(const RuntimeOptions& other) const { return !(*this == other); }
 };
 
 } // namespace srt

@@ -44,7 +44,7 @@ RuntimePool::Lease RuntimePool::acquire(std::optional<std::chrono::milliseconds>
   if (!idle_.empty()) {
     std::unique_ptr<StaticRuntime> runtime = std::move(idle_.back());
     idle_.pop_back();
-    if (runtime->options().intra_op_threads != options_.intra_op_threads) {
+    if (runtime->options() != options_) {
       runtime->setOptions(options_);
     }
     return Lease(*this, std::move(runtime));

@@ -1,6 +1,7 @@
 // The one include a user of static_runtime needs.
 #pragma once
 
+#include "static_runtime/benchmark.h"       // IWYU pragma: export
 #include "static_runtime/options.h"         // IWYU pragma: export
 #include "static_runtime/runtime.h"         // IWYU pragma: export
 #include "static_runtime/runtime_options.h" // IWYU pragma: export

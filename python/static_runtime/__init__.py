@@ -15,6 +15,6 @@ Example::
 # and links against libtorch_python, which must already be initialized.
 import torch  # noqa: F401
 
-from static_runtime._C import RuntimePool, StaticModule, __version__, pass_names
+from static_runtime._C import IndividualMetrics, RuntimePool, StaticModule, __version__, pass_names
 
-__all__ = ["RuntimePool", "StaticModule", "__version__", "pass_names"]
+__all__ = ["IndividualMetrics", "RuntimePool", "StaticModule", "__version__", "pass_names"]
