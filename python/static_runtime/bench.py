@@ -344,9 +344,9 @@ def _format_us(us: float) -> str:
 def trace(model: Any, inputs: Sequence[Any], path: str, *, threads: int = 1, calls: int = 5,
           options: Optional[Dict[str, Any]] = None) -> int:
     """Writes a Chrome-trace JSON (chrome://tracing, Perfetto) of `calls` runs of ours under
-    torch.profiler; returns the number of events recorded. Node-level events appear when the
-    runtime records them (RECORD_FUNCTION per node)."""
-    from torch.profiler import ProfilerActivity, profile
+    torch.profiler, one span per call; returns the number of events recorded. Node-level events
+    appear inside the spans when the runtime records them (RECORD_FUNCTION per node)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     inputs = tuple(inputs)
     if isinstance(model, (str, os.PathLike)):
@@ -355,8 +355,10 @@ def trace(model: Any, inputs: Sequence[Any], path: str, *, threads: int = 1, cal
     pool = static_runtime.RuntimePool(module, 1, intra_op_threads=threads)
     pool(*inputs)  # plans memory outside the trace
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(calls):
-            pool(*inputs)
+        for call in range(calls):
+            # One span per call, so each run's node events group under it.
+            with record_function(f"static_runtime call {call}"):
+                pool(*inputs)
     prof.export_chrome_trace(path)
     return len(prof.events())
 
