@@ -82,11 +82,17 @@ public:
   // "" when the current plan is valid (see verifyPlan), else the first violation.
   std::string verify() const;
 
+  // The plan as data, for structured dumps (StaticRuntime::memoryPlanEntries): every buffer's
+  // lifetime and largest size seen, managed tensors first, then scratch blocks (the buffer index
+  // of scratch block i is numManaged() + i); the current offsets, one per buffer (none before the
+  // first plan); and the buffers' names.
+  std::vector<Lifetime> lifetimes() const;
+  const MemoryPlan& plan() const { return plan_; }
+  const std::vector<ManagedTensor>& managed() const { return managed_; }
+  const std::vector<ScratchBlock>& scratch() const { return scratch_; }
+
 private:
   void replan();
-  // Managed tensors first, then scratch blocks: the buffer index of scratch block i is
-  // numManaged() + i.
-  std::vector<Lifetime> lifetimes() const;
 
   std::vector<ManagedTensor> managed_;
   std::vector<ScratchBlock> scratch_;

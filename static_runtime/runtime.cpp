@@ -1,5 +1,7 @@
 #include "static_runtime/runtime.h"
 
+#include <algorithm>
+
 #include <c10/core/GradMode.h>
 
 #include "static_runtime/block_runner.h"
@@ -144,6 +146,30 @@ void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
 
 std::string StaticRuntime::memoryPlan() const {
   return planner_ ? planner_->dump() : "";
+}
+
+std::vector<MemoryPlanEntry> StaticRuntime::memoryPlanEntries() const {
+  std::vector<MemoryPlanEntry> entries;
+  if (!planner_ || planner_->plan().offsets.empty()) {
+    return entries;
+  }
+  const std::vector<memory::Lifetime> lifetimes = planner_->lifetimes();
+  const size_t num_managed = planner_->numManaged();
+  for (size_t i = 0; i < lifetimes.size(); ++i) {
+    // Most nodes ask for no scratch; like memoryPlan(), list only buffers that hold memory.
+    if (lifetimes[i].bytes == 0) {
+      continue;
+    }
+    const bool scratch = i >= num_managed;
+    entries.push_back(
+        {scratch ? planner_->scratch()[i - num_managed].name : planner_->managed()[i].name,
+         scratch ? MemoryPlanEntry::Kind::kScratch : MemoryPlanEntry::Kind::kTensor,
+         lifetimes[i].first, lifetimes[i].last, planner_->plan().offsets[i], lifetimes[i].bytes});
+  }
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const MemoryPlanEntry& a, const MemoryPlanEntry& b) { return a.offset < b.offset; });
+  return entries;
 }
 
 std::string StaticRuntime::verifyMemoryPlan() const {

@@ -11,6 +11,7 @@
 #include "memory/memory_planner.h"
 #include "ops/scratch.h"
 #include "static_runtime/argument_binding.h"
+#include "static_runtime/memory_plan_entry.h"
 #include "static_runtime/runtime_options.h"
 #include "static_runtime/stats.h"
 
@@ -50,6 +51,9 @@ public:
   // The current arena layout, one line per managed tensor and kernel scratch block that holds
   // memory ("" without a planner).
   [[nodiscard]] std::string memoryPlan() const;
+  // The same plan as data, one entry per buffer that holds memory, sorted by offset ({} before the
+  // first run or without a planner).
+  [[nodiscard]] std::vector<MemoryPlanEntry> memoryPlanEntries() const;
   // "" when the current plan is valid: no two buffers live at once share bytes, all fit the
   // arena. Otherwise the first violation.
   [[nodiscard]] std::string verifyMemoryPlan() const;
