@@ -74,7 +74,7 @@ def memory_plan(plan: Dict[str, Any], path: str) -> None:
     arena = max([plan.get("arena_bytes", 0)] + [e["offset"] + e["bytes"] for e in entries]) or 1
     figure, axes = plt.subplots(figsize=(10, 6))
     colors = {"tensor": "tab:blue", "scratch": "tab:orange"}
-    label_room = arena / 40  # only label boxes tall enough to hold text
+    label_room = arena / 20  # only label boxes tall enough to hold text
     for entry in entries:
         x = entry["first_node"]
         width = entry["last_node"] - entry["first_node"] + 1
@@ -91,7 +91,7 @@ def memory_plan(plan: Dict[str, Any], path: str) -> None:
     axes.set_ylabel("arena offset (bytes)")
     axes.axhline(arena, color="black", linestyle="--", linewidth=0.8)
     handles = [Rectangle((0, 0), 1, 1, facecolor=c, alpha=0.6) for c in colors.values()]
-    axes.legend(handles, list(colors), loc="upper right", fontsize=8)
+    axes.legend(handles, list(colors), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     axes.set_title(f"{plan.get('title', 'memory plan')}: {len(entries)} buffers, "
                    f"arena {arena} bytes", fontsize=9)
     figure.tight_layout()
