@@ -60,7 +60,10 @@ def example_input_specs(path: str) -> List[str]:
     """The model's extra file srt/example_inputs, one spec per line."""
     extra = {"srt/example_inputs": ""}
     torch.jit.load(path, _extra_files=extra)
-    return [line.strip() for line in extra["srt/example_inputs"].splitlines() if line.strip()]
+    text = extra["srt/example_inputs"]
+    if isinstance(text, bytes):  # torch.jit.load hands extra files back as bytes
+        text = text.decode()
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def parse_options(items: Sequence[str]) -> Dict[str, Any]:

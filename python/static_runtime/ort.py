@@ -92,7 +92,11 @@ class Exported:
         except Exception as error:  # noqa: BLE001 - the exporter raises many kinds
             self.cleanup()
             first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise Unavailable(f"torch.onnx.export failed: {first_line}") from error
+            hint = ""
+            if isinstance(model, torch.jit.ScriptModule):
+                hint = (" (torch 1.13 exports ScriptModules poorly; bench.compare(module, inputs) "
+                        "with the eager nn.Module exports by tracing)")
+            raise Unavailable(f"torch.onnx.export failed: {first_line}{hint}") from error
         specs = []
         for name, value in zip(names, inputs):
             path = os.path.join(self.directory, name + ".bin")

@@ -105,6 +105,15 @@ def test_cli_writes_json_and_plot(tmp_path):
     assert (tmp_path / "bars.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_reads_the_models_example_inputs(tmp_path, capsys):
+    path = tmp_path / "tiny.pt"
+    torch.jit.save(torch.jit.script(Tiny().eval()), str(path),
+                   _extra_files={"srt/example_inputs": "5x8\n"})
+    assert main(["bench", str(path), "--threads", "1", "--rounds", "1", "--warmup", "0",
+                 "--burst-ms", "1", "--no-onnxruntime"]) == 0
+    assert "tiny.pt on 5x8:float32" in capsys.readouterr().out
+
+
 def test_cli_rejects_bad_arguments(tmp_path, capsys):
     path = tmp_path / "tiny.pt"
     torch.jit.save(torch.jit.script(Tiny().eval()), str(path))
