@@ -9,6 +9,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "tools/input_spec.h"
+
 namespace srt::cli {
 namespace {
 
@@ -26,7 +28,7 @@ std::string shapeOf(const at::Tensor& tensor) {
     text = "scalar";
   }
   if (tensor.scalar_type() != at::kFloat) {
-    text += std::string(" ") + c10::toString(tensor.scalar_type());
+    text += " " + dtypeName(tensor.scalar_type());
   }
   return text;
 }
