@@ -8,7 +8,7 @@ PACKAGES=(
   libtorch-dev python3-torch
   libdnnl-dev libopenblas-dev libfmt-dev libsleef-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  pybind11-dev python3-pytest python3-numpy
+  pybind11-dev python3-pytest python3-numpy python3-matplotlib
 )
 
 missing=()

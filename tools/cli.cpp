@@ -44,6 +44,10 @@ bool isRunOption(const std::string& flag) {
   return flag == "--input" || flag == "--runs" || flag == "--warmup" || flag == "--threads";
 }
 
+bool isInspectOption(const std::string& flag) {
+  return flag == "--input" || flag == "--dot" || flag == "--memory-plot";
+}
+
 // `flag` is one of isRunOption's.
 void applyRunOption(const std::string& flag, const std::string& value, Arguments& parsed) {
   if (flag == "--input") {
@@ -67,18 +71,27 @@ Command parseCommand(const std::string& command) {
   if (command == "inspect") {
     return Command::kInspect;
   }
-  throw UsageError("unknown command '" + command + "'; expected run, inspect or help");
+  if (command == "bench") {
+    return Command::kBench;
+  }
+  throw UsageError("unknown command '" + command + "'; expected run, inspect, bench or help");
 }
 
 } // namespace
 
 Arguments parseArguments(const std::vector<std::string>& args) {
   if (args.empty()) {
-    throw UsageError("missing command; expected 'srt run', 'srt inspect' or 'srt --help'");
+    throw UsageError(
+        "missing command; expected 'srt run', 'srt inspect', 'srt bench' or 'srt --help'");
   }
   Arguments parsed;
   parsed.command = parseCommand(args[0]);
   if (parsed.command == Command::kHelp) {
+    return parsed;
+  }
+  if (parsed.command == Command::kBench) {
+    // One implementation of bench: the Python one, which parses (and explains) its own options.
+    parsed.passthrough.assign(args.begin() + 1, args.end());
     return parsed;
   }
   const std::string command_name = "'srt " + args[0] + "'";
@@ -97,11 +110,12 @@ Arguments parseArguments(const std::vector<std::string>& args) {
       continue;
     }
     auto [flag, value] = splitFlag(arg);
-    if (parsed.command == Command::kInspect && flag != "--input") {
+    if (parsed.command == Command::kInspect && !isInspectOption(flag)) {
       throw UsageError("unknown option '" + arg +
-                       "' for 'srt inspect'; expected MODEL.pt, --input or --help");
+                       "' for 'srt inspect'; expected MODEL.pt, --input, --dot, --memory-plot "
+                       "or --help");
     }
-    if (!isRunOption(flag)) {
+    if (parsed.command == Command::kRun && !isRunOption(flag)) {
       throw UsageError("unknown option '" + flag + "' for 'srt run'; expected " + kRunFlags);
     }
     if (!value) {
@@ -110,7 +124,13 @@ Arguments parseArguments(const std::vector<std::string>& args) {
       }
       value = args[++i];
     }
-    applyRunOption(flag, *value, parsed);
+    if (flag == "--dot") {
+      parsed.dot_path = *value;
+    } else if (flag == "--memory-plot") {
+      parsed.memory_plot_path = *value;
+    } else {
+      applyRunOption(flag, *value, parsed);
+    }
   }
   return parsed;
 }
@@ -131,10 +151,20 @@ commands:
                        fall back to the JIT, and the memory plan after one run on the
                        example inputs (or --input): every tensor and kernel scratch block
                        in the arena with its offset, bytes and steps
+  bench MODEL.pt       compare latency side by side with TorchScript (frozen),
+                       optimize_for_inference, PyTorch's Static Runtime and ONNX Runtime:
+                       runs /usr/bin/python3 -m static_runtime bench (srt bench --help)
   help, --help         print this text
 
 MODEL.pt defaults to the bundled default model, the first of:)" +
          default_models + R"(
+
+inspect options:
+  --dot FILE             also write the optimized graph as Graphviz DOT: fused srt:: nodes
+                         filled orange, edges labelled with the shapes one JIT run of the
+                         optimized graph on the inputs produced (unlabelled when unknown)
+  --memory-plot FILE.png also draw the memory plan: node index x arena offset, one box per
+                         tensor or scratch block (python3-matplotlib)
 
 run options (inspect takes --input too):
   --input SHAPE[:DTYPE]  one per positional argument of forward, in order. SHAPE is dims

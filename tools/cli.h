@@ -8,7 +8,7 @@
 
 namespace srt::cli {
 
-enum class Command { kHelp, kRun, kInspect };
+enum class Command { kHelp, kRun, kInspect, kBench };
 
 struct Arguments {
   Command command = Command::kHelp;
@@ -19,6 +19,12 @@ struct Arguments {
   int runs = 200;
   int warmup = 20;
   int threads = 1;
+  // inspect: where to write the optimized graph as Graphviz DOT, and the memory plan as a PNG;
+  // empty: not written.
+  std::string dot_path;
+  std::string memory_plot_path;
+  // bench: every argument after `bench`, handed unparsed to `python3 -m static_runtime bench`.
+  std::vector<std::string> passthrough;
 };
 
 // `args` excludes the program name. Throws UsageError naming the bad argument and what was

@@ -13,4 +13,7 @@ int runCommand(const Arguments& args);
 // one run on the example inputs (or --input).
 int inspectCommand(const Arguments& args);
 
+// Replaces srt with `/usr/bin/python3 -m static_runtime bench <args>`; returns only by throwing.
+int benchCommand(const Arguments& args);
+
 } // namespace srt::cli

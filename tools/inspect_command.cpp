@@ -1,5 +1,6 @@
 // `srt inspect`: what static_runtime made of a model.
 #include <algorithm>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 
@@ -8,7 +9,10 @@
 
 #include "static_runtime/static_runtime.h"
 #include "tools/commands.h"
+#include "tools/graph_dot.h"
+#include "tools/memory_plot.h"
 #include "tools/model_file.h"
+#include "tools/usage_error.h"
 
 namespace srt::cli {
 namespace {
@@ -53,28 +57,78 @@ void printManagedMemory(const ModuleStats& stats) {
             << "  arena_reallocations        " << stats.arena_reallocations << "\n";
 }
 
-// Sizes are learned on a run, so the plan exists only after one: run the given or example
-// inputs once and print the runtime's plan. A model without example inputs still inspects.
-void printMemoryPlan(const StaticModule& module, const ModelFile& file,
-                     const std::vector<InputSpec>& given) {
-  if (given.empty() && file.example_inputs.empty()) {
+// The inputs inspect runs the model on: --input, else the model's example inputs; empty when the
+// model has neither (then nothing that needs a run is shown).
+std::vector<InputSpec> inputSpecs(const ModelFile& file, const std::vector<InputSpec>& given) {
+  if (!given.empty() || file.example_inputs.empty()) {
+    return given;
+  }
+  return exampleInputsOf(file);
+}
+
+// Sizes are learned on a run, so the plan exists only after one: run the inputs once and print
+// the runtime's plan (and draw it with --memory-plot). A model without inputs still inspects.
+void printMemoryPlan(const StaticModule& module, const std::vector<InputSpec>& specs,
+                     const std::string& origin, const std::string& plot_path) {
+  if (specs.empty()) {
     printManagedMemory(module.stats());
     std::cout << "memory plan: not planned (the model has no srt/example_inputs to run it "
                  "with; pass --input SHAPE[:DTYPE] per argument of forward)\n";
+    if (!plot_path.empty()) {
+      throw UsageError("--memory-plot needs a run: the model has no srt/example_inputs; pass "
+                       "--input SHAPE[:DTYPE] per argument of forward");
+    }
     return;
   }
-  const std::vector<InputSpec> specs = given.empty() ? exampleInputsOf(file) : given;
   StaticRuntime runtime(module);
   {
     torch::NoGradGuard no_grad;
     (void)runtime(makeInputs(specs));
   }
-  printManagedMemory(runtime.stats());
-  std::cout << "memory plan after one run on " << describe(specs) << " ("
-            << (given.empty() ? "srt/example_inputs" : "--input") << "):\n"
+  const ModuleStats stats = runtime.stats();
+  printManagedMemory(stats);
+  std::cout << "memory plan after one run on " << describe(specs) << " (" << origin << "):\n"
             << runtime.memoryPlan();
   const std::string problem = runtime.verifyMemoryPlan();
   TORCH_CHECK(problem.empty(), "srt inspect: the memory plan is invalid: ", problem);
+  if (!plot_path.empty()) {
+    drawMemoryPlan(runtime.memoryPlanEntries(), module.program().blocks[0].nodes.size(),
+                   stats.managed_bytes, "memory plan after one run on " + describe(specs),
+                   plot_path);
+    std::cout << "wrote " << plot_path << " (plan data: " << plot_path << ".json)\n";
+  }
+}
+
+// The optimized graph as DOT, its edges labelled with the shapes one JIT run of it on the inputs
+// produced; unlabelled (and said so) when there are no inputs or that run fails.
+void writeDot(const StaticModule& module, const std::vector<InputSpec>& specs,
+              const std::string& path) {
+  ValueShapes shapes;
+  std::string shapes_note;
+  if (specs.empty()) {
+    shapes_note = "shapes unknown: no inputs to run on";
+  } else {
+    try {
+      // The graph takes every argument of forward: trailing ones left out take their defaults.
+      std::vector<c10::IValue> inputs = makeInputs(specs);
+      const std::vector<c10::Argument>& arguments = module.schema().arguments();
+      for (size_t i = inputs.size(); i < arguments.size() && arguments[i].default_value(); ++i) {
+        inputs.push_back(*arguments[i].default_value());
+      }
+      shapes = recordShapes(module.graph(), std::move(inputs));
+      shapes_note = "shapes from one run on " + describe(specs);
+    } catch (const c10::Error& error) {
+      const std::string reason = error.what_without_backtrace();
+      shapes_note = "shapes unknown: the JIT could not run the optimized graph (" +
+                    reason.substr(0, reason.find('\n')) + ")";
+    }
+  }
+  std::ofstream out(path);
+  out << graphToDot(module.graph(), shapes, "optimized graph; " + shapes_note);
+  if (!out) {
+    throw UsageError("cannot write --dot file '" + path + "'");
+  }
+  std::cout << "wrote " << path << " (" << shapes_note << ")\n";
 }
 
 void printPasses(const ModuleStats& stats) {
@@ -103,7 +157,12 @@ int inspectCommand(const Arguments& args) {
   printPasses(stats);
   printNodeCounts(stats);
   printFallbackOps(stats);
-  printMemoryPlan(*module, file, args.inputs);
+  const std::vector<InputSpec> specs = inputSpecs(file, args.inputs);
+  printMemoryPlan(*module, specs, args.inputs.empty() ? "srt/example_inputs" : "--input",
+                  args.memory_plot_path);
+  if (!args.dot_path.empty()) {
+    writeDot(*module, specs, args.dot_path);
+  }
   return 0;
 }
 

@@ -20,6 +20,8 @@ int dispatch(const srt::cli::Arguments& args) {
     return srt::cli::runCommand(args);
   case srt::cli::Command::kInspect:
     return srt::cli::inspectCommand(args);
+  case srt::cli::Command::kBench:
+    return srt::cli::benchCommand(args);
   case srt::cli::Command::kHelp:
     break;
   }

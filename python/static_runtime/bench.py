@@ -1,0 +1,372 @@
+"""Latency of one model on every runtime within reach, side by side in one process.
+
+Runtimes (each skipped with a stated reason when it cannot run the model):
+
+  eager                    the Python module itself (only when given one), under torch.no_grad
+  torchscript              torch.jit.freeze of the scripted module
+  optimize_for_inference   torch.jit.optimize_for_inference of the same
+  pytorch_sr               PyTorch's built-in Static Runtime, torch._C._jit_to_static_module
+  onnxruntime              ONNX Runtime CPU through onnxruntime-node (benchmarks/ort_runner.js),
+                           the binding's per-call cost (an identity model, same inputs, same
+                           process) subtracted
+  ours                     static_runtime.StaticModule, run through a one-runtime RuntimePool with
+                           intra_op_threads set
+
+Method: every runtime is built, checked against the reference outputs and warmed up first. Then
+each round times a burst of calls (about `burst_seconds` long) on every runtime in turn, in an
+order that rotates from round to round, so slow drift of the machine hits all runtimes alike. A
+runtime's figure is the median over rounds of the mean time per call in a burst; "vs ours" is
+that median divided by ours (above 1: ours is faster).
+
+Python API::
+
+    from static_runtime import bench
+    result = bench.compare(model, (torch.randn(1, 64),), threads=(1, 2))
+    print(bench.format_table(result))
+"""
+
+import datetime
+import os
+import platform
+import statistics
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+import static_runtime
+from static_runtime import ort
+
+# Table order; ours last, as the baseline.
+RUNTIMES = ("eager", "torchscript", "optimize_for_inference", "pytorch_sr", "onnxruntime", "ours")
+LABELS = {
+    "eager": "eager PyTorch",
+    "torchscript": "TorchScript (frozen)",
+    "optimize_for_inference": "optimize_for_inference",
+    "pytorch_sr": "PyTorch Static Runtime",
+    "onnxruntime": "ONNX Runtime (CPU)",
+    "ours": "static_runtime (ours)",
+}
+# What the GEMM libraries read at start-up; recorded, never changed.
+ENVIRONMENT_KEYS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")
+# Outputs must agree with the reference before anything is timed: a benchmark of wrong answers
+# measures nothing. ONNX Runtime reorders reductions (fused LayerNorm, GELU), hence the margin.
+TOLERANCE = {"rtol": 1e-3, "atol": 1e-4}
+
+
+class Runner:
+    """One runtime ready to be timed: `burst(calls)` returns the mean seconds per call."""
+
+    def __init__(self, name: str, call: Callable[[], Any]):
+        self.name = name
+        self._call = call
+
+    def burst(self, calls: int) -> float:
+        call = self._call
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        return (time.perf_counter() - start) / calls
+
+    def close(self) -> None:
+        pass
+
+
+def _machine() -> Dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    # Other work on the machine moves every number; the load says how much there was.
+    return {"cpu": cpu, "cores": os.cpu_count(), "system": platform.platform(),
+            "load_average_1min": round(os.getloadavg()[0], 2)}
+
+
+def environment() -> Dict[str, str]:
+    return {key: os.environ.get(key, "(unset)") for key in ENVIRONMENT_KEYS}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).replace("torch.", "")
+        shape = "x".join(str(d) for d in value.shape) or "scalar"
+        return f"{shape}:{dtype}"
+    return type(value).__name__
+
+
+def _script(model: Any, inputs: Tuple[Any, ...]) -> torch.jit.ScriptModule:
+    if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+        return model
+    try:
+        return torch.jit.script(model)
+    except Exception:  # noqa: BLE001 - many eager modules only trace
+        return torch.jit.trace(model, inputs, check_trace=False)
+
+
+def _check(name: str, actual: Any, expected: Any) -> Optional[str]:
+    try:
+        torch.testing.assert_close(actual, expected, **TOLERANCE)
+    except (AssertionError, TypeError, ValueError) as error:
+        return f"{LABELS[name]} disagrees with the reference: {str(error).splitlines()[0]}"
+    return None
+
+
+def _burst_size(runner: Runner, target_seconds: float) -> int:
+    """Calls per burst so that one burst takes about target_seconds."""
+    elapsed = runner.burst(3)
+    return max(1, min(2000, int(target_seconds / max(elapsed, 1e-7))))
+
+
+def _build(
+    model: Any,
+    scripted: torch.jit.ScriptModule,
+    inputs: Tuple[Any, ...],
+    threads: int,
+    options: Dict[str, Any],
+    use_onnxruntime: bool,
+    ort_session: Optional["ort.Exported"],
+    skipped: Dict[str, str],
+) -> Tuple[Dict[str, Runner], Any]:
+    """The runners that can run the model at `threads`, and the reference outputs."""
+    runners: Dict[str, Runner] = {}
+    frozen = torch.jit.freeze(scripted.eval()) if hasattr(scripted, "_c") else scripted
+    with torch.no_grad():
+        reference = frozen(*inputs)
+
+    def add(name: str, make: Callable[[], Callable[[], Any]]) -> None:
+        try:
+            call = make()
+            with torch.no_grad():
+                problem = _check(name, call(), reference)
+        except Exception as error:  # noqa: BLE001 - any failure means "cannot run here"
+            problem = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if problem:
+            skipped[name] = problem
+        else:
+            runners[name] = Runner(name, call)
+
+    if isinstance(model, torch.nn.Module) and not isinstance(model, torch.jit.ScriptModule):
+        def eager() -> Callable[[], Any]:
+            def call() -> Any:
+                with torch.no_grad():
+                    return model(*inputs)
+            return call
+        add("eager", eager)
+    else:
+        skipped["eager"] = "needs the Python module (bench.compare(module, inputs))"
+
+    def torchscript() -> Callable[[], Any]:
+        return lambda: frozen(*inputs)
+
+    def optimized() -> Callable[[], Any]:
+        module = torch.jit.optimize_for_inference(torch.jit.freeze(scripted.eval()))
+        return lambda: module(*inputs)
+
+    def pytorch_sr() -> Callable[[], Any]:
+        module = torch._C._jit_to_static_module(torch.jit.freeze(scripted.eval())._c)
+        return lambda: module(*inputs)
+
+    def ours() -> Callable[[], Any]:
+        module = static_runtime.StaticModule(scripted, **options)
+        pool = static_runtime.RuntimePool(module, 1, intra_op_threads=threads)
+        return lambda: pool(*inputs)
+
+    if hasattr(scripted, "_c"):
+        add("torchscript", torchscript)
+        add("optimize_for_inference", optimized)
+        add("pytorch_sr", pytorch_sr)
+    else:
+        for name in ("torchscript", "optimize_for_inference", "pytorch_sr"):
+            skipped[name] = "needs a ScriptModule, not a scripted function"
+    if use_onnxruntime and ort_session is not None:
+        try:
+            runner = ort_session.start(threads, reference)
+            runners["onnxruntime"] = runner
+        except ort.Unavailable as error:
+            skipped["onnxruntime"] = str(error)
+    add("ours", ours)
+    return runners, reference
+
+
+def _measure(runners: Dict[str, Runner], rounds: int, warmup: int,
+             burst_seconds: float) -> Dict[str, List[float]]:
+    """name -> seconds per call, one sample per round."""
+    sizes = {}
+    for name, runner in runners.items():
+        if warmup and not isinstance(runner, ort.OrtRunner):  # node warmed up on its own
+            runner.burst(warmup)
+        sizes[name] = _burst_size(runner, burst_seconds)
+    samples: Dict[str, List[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(runners[name].burst(sizes[name]))
+    return samples
+
+
+def compare(
+    model: Union[torch.nn.Module, torch.jit.ScriptModule, str, os.PathLike],
+    inputs: Sequence[Any],
+    *,
+    threads: Sequence[int] = (1,),
+    rounds: int = 15,
+    warmup: int = 20,
+    burst_seconds: float = 0.02,
+    onnxruntime: bool = True,
+    options: Optional[Dict[str, Any]] = None,
+    name: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Times `model(*inputs)` on every runtime at each intra-op thread count.
+
+    model: an eager nn.Module (then eager PyTorch is measured too and ONNX export traces it), a
+    ScriptModule, or the path of a TorchScript archive. options: StaticModule keywords for ours.
+    Returns a JSON-ready dict: "rows" (threads, runtime, label, median_us, vs_ours, samples_us),
+    "skipped" (threads, runtime, reason) and what was measured on ("machine", "environment",
+    "gemm_backend", versions, date). Restores torch's thread count afterwards.
+    """
+    inputs = tuple(inputs)
+    options = dict(options or {})
+    if isinstance(model, (str, os.PathLike)):
+        name = name or os.path.basename(os.fspath(model))
+        model = torch.jit.load(os.fspath(model))
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    name = name or type(model).__name__
+    scripted = _script(model, inputs)
+    gemm_backend = static_runtime.StaticModule(scripted, **options).options["gemm_backend"]
+
+    ort_session = None
+    skipped_everywhere: Dict[str, str] = {}
+    if onnxruntime:
+        try:
+            ort_session = ort.Exported(model, inputs)
+        except ort.Unavailable as error:
+            skipped_everywhere["onnxruntime"] = str(error)
+    else:
+        skipped_everywhere["onnxruntime"] = "switched off (--no-onnxruntime)"
+
+    saved_threads = torch.get_num_threads()
+    rows: List[Dict[str, Any]] = []
+    skipped: List[Dict[str, Any]] = []
+    try:
+        for count in threads:
+            torch.set_num_threads(count)
+            skipped_here = dict(skipped_everywhere)
+            runners, _ = _build(model, scripted, inputs, count, options, onnxruntime,
+                                ort_session, skipped_here)
+            try:
+                samples = _measure(runners, rounds, warmup, burst_seconds)
+            finally:
+                for runner in runners.values():
+                    runner.close()
+            ours = statistics.median(samples["ours"]) if "ours" in samples else None
+            for runtime in RUNTIMES:
+                if runtime in samples:
+                    median = statistics.median(samples[runtime])
+                    rows.append({
+                        "threads": count,
+                        "runtime": runtime,
+                        "label": LABELS[runtime],
+                        "median_us": median * 1e6,
+                        "vs_ours": median / ours if ours else None,
+                        "samples_us": [s * 1e6 for s in samples[runtime]],
+                    })
+                    if isinstance(runners[runtime], ort.OrtRunner):
+                        # Already subtracted from median_us; kept to show its size.
+                        rows[-1]["binding_overhead_us"] = statistics.median(
+                            runners[runtime].identity_samples) * 1e6
+                elif runtime in skipped_here:
+                    skipped.append({"threads": count, "runtime": runtime,
+                                    "reason": skipped_here[runtime]})
+    finally:
+        torch.set_num_threads(saved_threads)
+        if ort_session is not None:
+            ort_session.cleanup()
+
+    return {
+        "model": name,
+        "inputs": [_describe(value) for value in inputs],
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": _machine(),
+        "environment": environment(),
+        "gemm_backend": gemm_backend,
+        "versions": {
+            "torch": torch.__version__,
+            "static_runtime": static_runtime.__version__,
+            "onnxruntime": ort_session.version if ort_session else None,
+        },
+        "method": {"rounds": rounds, "warmup": warmup, "burst_seconds": burst_seconds,
+                   "statistic": "median over rounds of the mean time per call in a burst"},
+        "threads": list(threads),
+        "rows": rows,
+        "skipped": skipped,
+    }
+
+
+def header(result: Dict[str, Any]) -> str:
+    env = ", ".join(f"{k}={v}" for k, v in result["environment"].items())
+    machine = result["machine"]
+    return (f"# {result['model']} on {' '.join(result['inputs'])}: {result['date']}, "
+            f"{machine['cpu']} ({machine['cores']} cores, load {machine['load_average_1min']}), gemm_backend={result['gemm_backend']}, "
+            f"{env}\n# median of {result['method']['rounds']} interleaved rounds; "
+            "'vs ours' = runtime / ours (above 1.00: ours is faster)")
+
+
+def format_table(result: Dict[str, Any]) -> str:
+    lines = [header(result), f"{'threads':>7}  {'runtime':<24} {'median':>12} {'vs ours':>8}"]
+    for row in result["rows"]:
+        ratio = f"{row['vs_ours']:.2f}x" if row["vs_ours"] and row["vs_ours"] > 0 else "-"
+        line = (f"{row['threads']:>7}  {row['label']:<24} {_format_us(row['median_us']):>12} "
+                f"{ratio:>8}")
+        if "binding_overhead_us" in row:
+            line += f"  (node binding's {_format_us(row['binding_overhead_us'])} subtracted)"
+        lines.append(line)
+    for skip in result["skipped"]:
+        lines.append(f"{skip['threads']:>7}  {LABELS[skip['runtime']]:<24} skipped: "
+                     f"{skip['reason']}")
+    return "\n".join(lines)
+
+
+def _format_us(us: float) -> str:
+    if us >= 10000:
+        return f"{us / 1000:.1f} ms"
+    if us >= 100:
+        return f"{us:.0f} us"
+    return f"{us:.1f} us"
+
+
+def trace(model: Any, inputs: Sequence[Any], path: str, *, threads: int = 1, calls: int = 5,
+          options: Optional[Dict[str, Any]] = None) -> int:
+    """Writes a Chrome-trace JSON (chrome://tracing, Perfetto) of `calls` runs of ours under
+    torch.profiler, one span per call; returns the number of events recorded. Node-level events
+    appear inside the spans when the runtime records them (RECORD_FUNCTION per node)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    inputs = tuple(inputs)
+    if isinstance(model, (str, os.PathLike)):
+        model = torch.jit.load(os.fspath(model))
+    module = static_runtime.StaticModule(_script(model, inputs), **(options or {}))
+    pool = static_runtime.RuntimePool(module, 1, intra_op_threads=threads)
+    pool(*inputs)  # plans memory outside the trace
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for call in range(calls):
+            # One span per call, so each run's node events group under it.
+            with record_function(f"static_runtime call {call}"):
+                pool(*inputs)
+    prof.export_chrome_trace(path)
+    return len(prof.events())
+
+
+def default_runner_script() -> Optional[str]:
+    """benchmarks/ort_runner.js of the source tree this package was built from, if any."""
+    return ort.find_runner()
+
+
+__all__ = ["compare", "format_table", "header", "trace", "environment", "RUNTIMES", "LABELS",
+           "default_runner_script"]

@@ -1,0 +1,194 @@
+"""ONNX Runtime as a benchmark anchor: export with torch.onnx, time in node (onnxruntime-node).
+
+The npm package onnxruntime-node ships ONNX Runtime's CPU library (bin/napi-v6/linux/x64 in its
+tarball, so `npm install --ignore-scripts` is enough). benchmarks/ort_runner.js is a long-lived
+node process that times session.run on request; OrtRunner drives it one burst per round, so ONNX
+Runtime is interleaved with the in-process runtimes like any other. From each burst's mean time
+per call the mean of an identity model's (same inputs, same process, same burst) is subtracted:
+what remains is ONNX Runtime's own work, without the JavaScript binding's per-call cost.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+# Opset 17: the newest torch 1.13 exports; it has LayerNormalization as one op.
+OPSET = 17
+_DTYPES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.bool: "bool",
+}
+_TORCH_DTYPES = {name: dtype for dtype, name in _DTYPES.items()}
+
+
+class Unavailable(Exception):
+    """ONNX Runtime cannot run this model here; the message says why."""
+
+
+def find_runner() -> Optional[str]:
+    """ort_runner.js: $SRT_ORT_RUNNER, else benchmarks/ort_runner.js of the source tree above this
+    package (the package is built into <source>/build*/python/static_runtime)."""
+    override = os.environ.get("SRT_ORT_RUNNER")
+    if override:
+        return override if os.path.isfile(override) else None
+    directory = os.path.dirname(os.path.abspath(__file__))
+    for _ in range(5):
+        candidate = os.path.join(directory, "benchmarks", "ort_runner.js")
+        if os.path.isfile(candidate):
+            return candidate
+        directory = os.path.dirname(directory)
+    return None
+
+
+def check_available() -> Tuple[str, str]:
+    """(node, runner script), or raises Unavailable saying what is missing."""
+    node = shutil.which("node")
+    if node is None:
+        raise Unavailable("node is not installed (apt-get install nodejs)")
+    runner = find_runner()
+    if runner is None:
+        raise Unavailable("benchmarks/ort_runner.js not found above the static_runtime package; "
+                          "set SRT_ORT_RUNNER to its path")
+    package = os.path.join(os.path.dirname(runner), "node_modules", "onnxruntime-node")
+    if not os.path.isdir(package):
+        raise Unavailable(f"onnxruntime-node is not installed: run 'npm install --ignore-scripts' "
+                          f"in {os.path.dirname(runner)}")
+    return node, runner
+
+
+class _Identity(torch.nn.Module):
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        return inputs if len(inputs) > 1 else inputs[0]
+
+
+class Exported:
+    """The model and its identity twin exported to ONNX in a temporary directory, with the inputs
+    written raw; start() launches one node process per thread count."""
+
+    def __init__(self, model: Any, inputs: Sequence[Any]):
+        self.node, self.runner = check_available()
+        if not all(isinstance(x, torch.Tensor) and x.dtype in _DTYPES for x in inputs):
+            raise Unavailable("inputs other than float/int/bool tensors are not exported")
+        self.directory = tempfile.mkdtemp(prefix="srt_ort_")
+        self.version = None
+        names = [f"input_{i}" for i in range(len(inputs))]
+        model_path = os.path.join(self.directory, "model.onnx")
+        identity_path = os.path.join(self.directory, "identity.onnx")
+        try:
+            # Not under no_grad: nn.TransformerEncoderLayer would take its fused fast path
+            # (aten::_transformer_encoder_layer_fwd), which has no ONNX export.
+            torch.onnx.export(model, tuple(inputs), model_path, opset_version=OPSET,
+                              input_names=names, do_constant_folding=True)
+            torch.onnx.export(_Identity(), tuple(inputs), identity_path, opset_version=OPSET,
+                              input_names=names)
+        except Exception as error:  # noqa: BLE001 - the exporter raises many kinds
+            self.cleanup()
+            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            hint = ""
+            if isinstance(model, torch.jit.ScriptModule):
+                hint = (" (torch 1.13 exports ScriptModules poorly; bench.compare(module, inputs) "
+                        "with the eager nn.Module exports by tracing)")
+            raise Unavailable(f"torch.onnx.export failed: {first_line}{hint}") from error
+        specs = []
+        for name, value in zip(names, inputs):
+            path = os.path.join(self.directory, name + ".bin")
+            value.detach().contiguous().numpy().tofile(path)
+            specs.append({"name": name, "type": _DTYPES[value.dtype], "dims": list(value.shape),
+                          "file": path})
+        self.config = {"model": model_path, "identity": identity_path, "inputs": specs,
+                       "output_dir": self.directory}
+
+    def start(self, threads: int, reference: Any, warmup: int = 20) -> "OrtRunner":
+        """A node process with an intra-op pool of `threads`, warmed up, its outputs checked
+        against `reference`."""
+        config_path = os.path.join(self.directory, f"config_{threads}.json")
+        with open(config_path, "w") as out:
+            json.dump(dict(self.config, threads=threads, warmup=warmup), out)
+        runner = OrtRunner(self.node, self.runner, config_path)
+        try:
+            ready = runner.ready
+            self.version = ready.get("version")
+            _check_outputs(ready["outputs"], reference)
+        except Exception:
+            runner.close()
+            raise
+        return runner
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _check_outputs(outputs: List[Dict[str, Any]], reference: Any) -> None:
+    from static_runtime.bench import TOLERANCE
+
+    expected = list(reference) if isinstance(reference, (tuple, list)) else [reference]
+    if len(outputs) != len(expected):
+        raise Unavailable(f"the ONNX model returns {len(outputs)} outputs, the module "
+                          f"{len(expected)}")
+    for index, (output, want) in enumerate(zip(outputs, expected)):
+        dtype = _TORCH_DTYPES.get(output["type"])
+        if dtype is None:
+            raise Unavailable(f"ONNX output {index} has unsupported type {output['type']}")
+        with open(output["file"], "rb") as data:
+            got = torch.frombuffer(bytearray(data.read()), dtype=dtype).reshape(output["dims"])
+        try:
+            torch.testing.assert_close(got, want, **TOLERANCE, check_dtype=False)
+        except (AssertionError, TypeError, ValueError, RuntimeError) as error:
+            raise Unavailable(f"ONNX Runtime output {index} disagrees with the reference: "
+                              f"{str(error).splitlines()[0]}") from error
+
+
+class OrtRunner:
+    """One node process; burst(calls) returns ONNX Runtime's mean seconds per call with the
+    binding's per-call cost (the identity model's) subtracted."""
+
+    name = "onnxruntime"
+
+    def __init__(self, node: str, script: str, config_path: str):
+        # cwd: node resolves require('onnxruntime-node') from the script's directory anyway; the
+        # process inherits the environment unchanged.
+        self._process = subprocess.Popen(
+            [node, script, config_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.ready = self._reply()
+        # The last burst's raw means, for reports.
+        # Mean seconds per call of the identity model, one per burst: the binding's cost.
+        self.identity_samples: List[float] = []
+
+    def _reply(self) -> Dict[str, Any]:
+        line = self._process.stdout.readline()
+        if not line:
+            error = self._process.stderr.read().strip().splitlines()
+            raise Unavailable("the ONNX Runtime runner exited: " +
+                              (error[-1] if error else "no output"))
+        reply = json.loads(line)
+        if "error" in reply:
+            raise Unavailable(f"ONNX Runtime: {reply['error']}")
+        return reply
+
+    def burst(self, calls: int) -> float:
+        self._process.stdin.write(json.dumps({"calls": calls}) + "\n")
+        reply = self._reply()
+        model_s = sum(reply["model_s"]) / calls
+        identity_s = sum(reply["identity_s"]) / calls
+        self.identity_samples.append(identity_s)
+        # Not clipped at 0: a negative median says the model's work is below the noise.
+        return model_s - identity_s
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            try:
+                self._process.stdin.write(json.dumps({"quit": True}) + "\n")
+                self._process.stdin.flush()
+                self._process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
