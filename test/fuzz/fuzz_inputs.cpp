@@ -8,6 +8,7 @@
 //   2. when both the JIT and static_runtime accept the arguments, they agree;
 //   3. afterwards the same runtime still runs a valid input set and matches the JIT.
 // Models come from the zoo directory ($SRT_FUZZ_ZOO_DIR, else the one compiled in).
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -57,6 +58,19 @@ struct Target {
   std::vector<srt::testing::InputSet> valid;
   std::vector<c10::IValue> expected; // the JIT's result for each valid set
 };
+
+// Outcomes, printed at exit: how many cases got past binding and how many were compared.
+struct Outcomes {
+  size_t cases = 0, succeeded = 0, c10_errors = 0, other_exceptions = 0, compared = 0;
+} g_outcomes;
+
+void printOutcomes() {
+  std::fprintf(stderr,
+               "fuzz_inputs: %zu cases: %zu ran, %zu c10::Error, %zu other std::exception; "
+               "%zu compared with the JIT; every case followed by a valid run\n",
+               g_outcomes.cases, g_outcomes.succeeded, g_outcomes.c10_errors,
+               g_outcomes.other_exceptions, g_outcomes.compared);
+}
 
 std::vector<Target>& targets() {
   static std::vector<Target> all;
@@ -228,6 +242,26 @@ Case fuzzCase(FuzzedDataProvider& fdp, const Target& target, const srt::testing:
   return c;
 }
 
+// Bytes of every tensor in a result (a reduction over a zero-size dimension of a fuzzed shape can
+// return hundreds of MiB from an empty input).
+size_t resultBytes(const c10::IValue& value) {
+  if (value.isTensor()) {
+    return value.toTensor().defined() ? value.toTensor().nbytes() : 0;
+  }
+  size_t total = 0;
+  if (value.isTuple() || value.isList()) {
+    for (const auto& element :
+         value.isTuple() ? value.toTupleRef().elements().vec() : value.toList().vec()) {
+      total += resultBytes(element);
+    }
+  } else if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) {
+      total += resultBytes(entry.value());
+    }
+  }
+  return total;
+}
+
 std::string describeCase(const Target& target, const Case& c) {
   std::string text = "model " + target.name + ", args:";
   for (const auto& arg : c.args) {
@@ -320,6 +354,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   // One thread: the machine is shared, and the fuzzer wants exec/s, not parallel kernels.
   at::set_num_threads(1);
   loadTargets();
+  std::atexit(printOutcomes);
   // From here the reference is the plain interpreter: no profiling re-specialization per fuzzed
   // shape. Only after the StaticModules are built: freezing does not inline without it.
   torch::jit::setGraphExecutorOptimize(false);
@@ -341,16 +376,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ours = (*target.runtime)(cloneArgs(c.args), cloneKwargs(c.kwargs));
     ok = true;
     outcome = "a fuzzed run that succeeded";
+    ++g_outcomes.succeeded;
   } catch (const c10::Error& error) {
     outcome = std::string("a fuzzed run that threw c10::Error: ") + error.what_without_backtrace();
+    ++g_outcomes.c10_errors;
   } catch (const std::exception& error) {
     outcome = std::string("a fuzzed run that threw: ") + error.what();
+    ++g_outcomes.other_exceptions;
   }
+  ++g_outcomes.cases;
   outcome += "\n" + describeCase(target, c);
+  static const bool verbose = std::getenv("SRT_FUZZ_VERBOSE") != nullptr;
+  if (verbose) {
+    std::fprintf(stderr, "fuzz_inputs case: %s\n", outcome.c_str());
+  }
 
-  // Property 2: agreement with the JIT where both accept the arguments. Big inputs would cost
-  // seconds in the reference interpreter; they only check "no crash".
-  if (ok && c.compare && c.bytes <= (size_t{4} << 20)) {
+  // Property 2: agreement with the JIT where both accept the arguments. Big inputs or results
+  // would cost seconds in the reference interpreter; they only check "no crash".
+  if (ok && c.compare && c.bytes <= (size_t{4} << 20) && resultBytes(ours) <= (size_t{16} << 20)) {
     c10::IValue reference;
     bool reference_ok = false;
     try {
@@ -360,6 +403,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // The JIT refuses what we accept (e.g. a kwarg it binds differently): not a property.
     }
     if (reference_ok) {
+      ++g_outcomes.compared;
       std::string difference = srt::fuzz::compareResults(reference, ours, toleranceFor(c));
       if (!difference.empty()) {
         srt::fuzz::reportFinding("static_runtime and the JIT disagree: " + difference + "\n" +

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -17,10 +18,13 @@ namespace {
 
 enum class Layout { kContiguous, kPermuted, kSliced, kExpanded, kAsStrided, kChannelsLast };
 
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& sizes) {
+// Row-major strides; std::nullopt when they overflow int64 (dimensions up to 2^40 are fuzzed).
+std::optional<std::vector<int64_t>> contiguousStrides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size(), 1);
   for (size_t i = sizes.size(); i-- > 1;) {
-    strides[i - 1] = strides[i] * std::max<int64_t>(sizes[i], 1);
+    if (__builtin_mul_overflow(strides[i], std::max<int64_t>(sizes[i], 1), &strides[i - 1])) {
+      return std::nullopt;
+    }
   }
   return strides;
 }
@@ -106,7 +110,11 @@ at::Tensor makeTensor(FuzzedDataProvider& fdp, c10::IntArrayRef sizes, c10::Scal
   const size_t itemsize = c10::elementSize(dtype);
   const size_t rank = sizes.size();
   std::vector<int64_t> dims(sizes.begin(), sizes.end());
-  std::vector<int64_t> strides = contiguousStrides(dims);
+  std::optional<std::vector<int64_t>> row_major = contiguousStrides(dims);
+  if (!row_major) {
+    return {};
+  }
+  std::vector<int64_t> strides = *row_major;
   int64_t offset = 0;
   const Layout layout = fdp.PickValueInArray({Layout::kContiguous, Layout::kContiguous,
                                               Layout::kPermuted, Layout::kSliced, Layout::kExpanded,
@@ -126,10 +134,16 @@ at::Tensor makeTensor(FuzzedDataProvider& fdp, c10::IntArrayRef sizes, c10::Scal
         std::swap(order[i - 1], order[fdp.ConsumeIntegralInRange<size_t>(0, i - 1)]);
       }
     }
-    int64_t stride = 1;
-    for (size_t i = rank; i-- > 0;) {
-      strides[order[i]] = stride;
-      stride *= std::max<int64_t>(dims[order[i]], 1);
+    std::vector<int64_t> permuted(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      permuted[i] = dims[order[i]];
+    }
+    std::optional<std::vector<int64_t>> permuted_strides = contiguousStrides(permuted);
+    if (!permuted_strides) {
+      return {};
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      strides[order[i]] = (*permuted_strides)[i];
     }
     break;
   }
@@ -146,9 +160,15 @@ at::Tensor makeTensor(FuzzedDataProvider& fdp, c10::IntArrayRef sizes, c10::Scal
     if (big_numel * itemsize > kMaxTensorBytes) {
       return {};
     }
-    strides = contiguousStrides(big);
+    std::optional<std::vector<int64_t>> big_strides = contiguousStrides(big);
+    if (!big_strides) {
+      return {};
+    }
+    strides = *big_strides;
     for (size_t i = 0; i < rank; ++i) {
-      strides[i] *= steps[i];
+      if (__builtin_mul_overflow(strides[i], steps[i], &strides[i])) {
+        return {};
+      }
     }
     offset = fdp.ConsumeIntegralInRange<int64_t>(0, 5);
     break;
@@ -337,7 +357,8 @@ void reportFinding(const std::string& what) {
 // huge allocations fail as they would on a full machine (c10's allocator then throws) instead of
 // aborting the process, and an abort gets a sanitizer report with a stack.
 extern "C" const char* __asan_default_options() {
-  return "allocator_may_return_null=1:max_allocation_size_mb=2048:handle_abort=1";
+  return "allocator_may_return_null=1:max_allocation_size_mb=2048:handle_abort=1:"
+         "quarantine_size_mb=64";
 }
 
 extern "C" const char* __ubsan_default_options() {

@@ -73,7 +73,7 @@ for harness in "${harnesses[@]}"; do
   "$fuzz_dir/fuzz_$harness" -seed="$seed" -max_total_time="$seconds" -timeout=60 \
     -rss_limit_mb=4096 -malloc_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$work/" \
     "$work/new" "$src/test/fuzz/corpus/$harness" >"$work/fuzz.log" 2>&1 || status=$?
-  grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb' "$work/fuzz.log" || true
+  grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|^fuzz_[a-z_]+: [0-9]+ cases' "$work/fuzz.log" || true
   if [ "$status" -ne 0 ]; then
     echo "fuzz: $harness FAILED (exit $status); the end of its log:" >&2
     tail -n 120 "$work/fuzz.log" >&2
