@@ -94,8 +94,11 @@ struct Case {
 };
 
 std::vector<int64_t> mutateShape(FuzzedDataProvider& fdp, std::vector<int64_t> shape) {
+  // Up to 2^22: a zero-size tensor may have a 2^40-long dimension, but split/unbind/chunk of it
+  // must return 2^38 views, a list no machine can allocate (ATen's split is the same): under
+  // ASan that is an abort in operator new, not a finding.
   static const int64_t kDims[] = {0,  1,  2,  3,   4,    5,    7,     8,       16,
-                                  31, 64, 65, 128, 1000, 4096, 65536, 1 << 22, int64_t{1} << 40};
+                                  31, 64, 65, 128, 1000, 4096, 65536, 1 << 20, 1 << 22};
   switch (fdp.ConsumeIntegralInRange<int>(0, 6)) {
   case 0: // keep: the common case reaches the deepest code
   case 1:
