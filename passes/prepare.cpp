@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -18,6 +20,37 @@
 namespace srt::passes {
 namespace {
 
+// RemoveTensorMutation rewrites `x.op_(y)` as `x = x.op(y)`, but in place the result keeps x's
+// dtype and out of place it need not: comparisons and logical ops return bool, and a tensor
+// operand whose dtype wins type promotion decides it (x bfloat16, y float32). Dtypes are unknown
+// here, so those ops stay in place (found by fuzzing); scalar and unary ones are rewritten.
+bool rewriteKeepsDtype(torch::jit::Node* node) {
+  static const std::unordered_set<std::string> kBoolResults = {
+      "eq_",         "ne_",          "lt_",         "le_",
+      "gt_",         "ge_",          "greater_",    "greater_equal_",
+      "less_",       "less_equal_",  "not_equal_",  "logical_and_",
+      "logical_or_", "logical_xor_", "logical_not_"};
+  // Tensor operands that never take part in promotion: a mask or indices.
+  static const std::unordered_set<std::string> kSelfDtypeResults = {"masked_fill_", "index_fill_"};
+  const std::string name = node->kind().toUnqualString();
+  if (kBoolResults.count(name) != 0) {
+    return false;
+  }
+  if (kSelfDtypeResults.count(name) != 0) {
+    return true;
+  }
+  for (size_t i = 1; i < node->inputs().size(); ++i) {
+    c10::TypePtr type = node->input(i)->type();
+    if (auto optional = type->cast<c10::OptionalType>()) {
+      type = optional->getElementType();
+    }
+    if (type->cast<c10::TensorType>()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The LibTorch passes that flatten a graph, in the order PyTorch's Static Runtime runs them:
 // constants propagate again after each pass that exposes more of them.
 std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> graph) {
@@ -26,7 +59,7 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   torch::jit::ConstantPropagation(graph);
   graph = torch::jit::Canonicalize(graph);
   torch::jit::ConstantPropagation(graph);
-  torch::jit::RemoveTensorMutation(graph);
+  torch::jit::RemoveTensorMutation(graph, rewriteKeepsDtype);
   torch::jit::ConstantPropagation(graph);
   // Eval-mode dropout is the identity; left in, its schema would tell AliasDb its output is a
   // fresh tensor when it is the input itself.

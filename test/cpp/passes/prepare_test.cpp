@@ -76,6 +76,43 @@ TEST(Prepare, RemovesMutationWhereSafe) {
   EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
 }
 
+// Found by fuzzing (test/fuzz/corpus/inputs/regression-inplace-mul-promotion): an in-place op
+// keeps self's dtype; rewritten out of place, x.mul_(y) took y's dtype when y's won promotion.
+TEST(Prepare, KeepsInPlaceOpsWhoseTensorOperandCouldPromote) {
+  const std::string source = R"JIT(
+def forward(self, x, y):
+    x = x.clone()
+    x.add_(1)
+    x.relu_()
+    x.masked_fill_(y > 1.5, 2.0)
+    x.mul_(y)
+    return x
+)JIT";
+  passes::PreparedGraph prepared = passes::prepareModule(scriptModule(source));
+  EXPECT_TRUE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::mul_")));
+  // Scalar and unary in-place ops cannot promote, nor can a mask: still rewritten.
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
+  EXPECT_FALSE(
+      containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::masked_fill_")));
+  expectMatchesJit(source, {{{torch::randn({4, 5}).to(torch::kBFloat16), torch::randn({4, 5})}, {}},
+                            {{torch::randn({2, 3}), torch::randn({2, 3}).to(torch::kDouble)}, {}},
+                            {{torch::randn({3, 2}), torch::randn({3, 2})}, {}}});
+}
+
+// Out of place a comparison returns bool; in place it keeps self's dtype (found while fixing the
+// above: x.gt_(0) was rewritten to aten::gt and the model returned bool).
+TEST(Prepare, KeepsInPlaceComparisonsWhoseRewriteWouldReturnBool) {
+  const std::string source = R"JIT(
+def forward(self, x):
+    x = x.clone()
+    x.gt_(0)
+    return x * 2
+)JIT";
+  passes::PreparedGraph prepared = passes::prepareModule(scriptModule(source));
+  EXPECT_TRUE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::gt_")));
+  expectMatchesJit(source, {{{torch::randn({4, 5})}, {}}, {{torch::randn({2, 3})}, {}}});
+}
+
 // TorchScript compiled from C++ cannot spell torch.jit.fork (pytest covers it); an operator
 // nothing implements takes the same refusal path.
 TEST(Prepare, RefusesNodesNothingImplementsWithKindAndReason) {
