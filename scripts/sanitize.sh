@@ -33,7 +33,7 @@ export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:history_size=4
 
 cd "$build_dir"
 # The tests the caller selected; the Python suite runs apart, with the runtime preloaded.
-mapfile -t selected < <(ctest -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p')
+mapfile -t selected < <(ctest -N "$@" 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p')
 native=()
 python=0
 for name in "${selected[@]}"; do
