@@ -6,6 +6,7 @@
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/function_schema_inl.h>
+#include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
 namespace srt {
@@ -90,10 +91,34 @@ void explainFirst(const c10::IValue& value, const std::string& name) {
   });
 }
 
+// A graph's inputs may declare dtype, sizes or device (an IR graph, a traced one); LibTorch's
+// own check then prints both sides as plain 'Tensor'. Says what was declared and what came.
+void checkDeclaredType(const c10::Argument& argument, size_t position, const c10::IValue& value) {
+  const auto declared = argument.type()->cast<c10::TensorType>();
+  if (!declared || !value.isTensor() || !value.toTensor().defined() ||
+      (!declared->scalarType() && !declared->dim() && !declared->device())) {
+    return; // a plain Tensor: any tensor binds
+  }
+  const c10::TensorTypePtr actual = c10::TensorType::create(value.toTensor());
+  TORCH_CHECK(actual->isSubtypeOf(*declared), "static_runtime: input '", argument.name(),
+              "' (argument ", position, ") is ", actual->str(), "; forward declares ",
+              declared->str());
+}
+
 } // namespace
 
 void bindArguments(const c10::FunctionSchema& schema, std::vector<c10::IValue>& args,
                    const Kwargs& kwargs) {
+  const std::vector<c10::Argument>& arguments = schema.arguments();
+  for (size_t i = 0; i < args.size() && i < arguments.size(); ++i) {
+    checkDeclaredType(arguments[i], i, args[i]);
+  }
+  for (size_t i = args.size(); i < arguments.size() && !kwargs.empty(); ++i) {
+    const auto found = kwargs.find(arguments[i].name());
+    if (found != kwargs.end()) {
+      checkDeclaredType(arguments[i], i, found->second);
+    }
+  }
   try {
     schema.checkAndNormalizeInputs<c10::Type>(args, kwargs);
   } catch (const c10::Error&) {
@@ -105,8 +130,7 @@ void bindArguments(const c10::FunctionSchema& schema, std::vector<c10::IValue>& 
   // Bound: args now holds every argument in schema order.
   for (size_t i = 0; i < args.size(); ++i) {
     if (!allRunnable(args[i])) {
-      explainFirst(args[i],
-                   "'" + schema.arguments()[i].name() + "' (argument " + std::to_string(i) + ")");
+      explainFirst(args[i], "'" + arguments[i].name() + "' (argument " + std::to_string(i) + ")");
     }
   }
 }

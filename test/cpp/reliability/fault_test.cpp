@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "harness/differential.h"
+#include "harness/pass_testing.h"
 #include "ops/out_variant.h"
 #include "ops/registry.h"
 
@@ -55,38 +56,55 @@ SRT_REGISTER_KERNEL("srt_test::throw_if", kOutVariant,
                     [](const torch::jit::Node*, const ops::KernelOptions&)
                         -> std::optional<ops::KernelFunction> { return throwIfKernel; });
 
+// IR rather than TorchScript source: C++-compiled TorchScript cannot call torch.ops.srt_test.
 // throw_if sits between planned intermediates: `a` and `b` are live across it, `c` and `d` are
 // planned after it, so a failure leaves some slots written this run and some from the last.
-constexpr const char* kThrowsMidRun = R"JIT(
-def forward(self, x, when: int):
-    a = torch.matmul(x, x)
-    b = torch.softmax(a, 1)
-    c = torch.ops.srt_test.throw_if(b, when)
-    d = torch.matmul(c, a)
-    return torch.tanh(d) + b
-)JIT";
+constexpr const char* kThrowsMidRun = R"IR(
+graph(%x : Tensor, %when : int):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::matmul(%x, %x)
+  %b : Tensor = aten::softmax(%a, %one, %none)
+  %c : Tensor = srt_test::throw_if(%b, %when)
+  %d : Tensor = aten::matmul(%c, %a)
+  %e : Tensor = aten::tanh(%d)
+  %f : Tensor = aten::add(%e, %b, %one)
+  return (%f)
+)IR";
 
 // Looks in place: writes into a view of an input's clone, a transposed view of an input passes
 // through the failing op, and in-place ops follow it. The caller's x and y must stay untouched.
-constexpr const char* kInPlaceLooking = R"JIT(
-def forward(self, x, y, when: int):
-    w = x.view(-1).clone()
-    w.add_(1)
-    w.relu_()
-    v = torch.ops.srt_test.throw_if(x.t(), when)
-    v.mul_(y.t())
-    w = torch.ops.srt_test.throw_if(w, when)
-    w.mul_(2)
-    return w.view(x.size()) + v.t()
-)JIT";
+constexpr const char* kInPlaceLooking = R"IR(
+graph(%x : Tensor, %y : Tensor, %when : int):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %minus_one : int = prim::Constant[value=-1]()
+  %flat_shape : int[] = prim::ListConstruct(%minus_one)
+  %flat : Tensor = aten::view(%x, %flat_shape)
+  %w0 : Tensor = aten::clone(%flat, %none)
+  %w1 : Tensor = aten::add_(%w0, %one, %one)
+  %w2 : Tensor = aten::relu_(%w1)
+  %xt : Tensor = aten::t(%x)
+  %v0 : Tensor = srt_test::throw_if(%xt, %when)
+  %yt : Tensor = aten::t(%y)
+  %v1 : Tensor = aten::mul_(%v0, %yt)
+  %w3 : Tensor = srt_test::throw_if(%w2, %when)
+  %w4 : Tensor = aten::mul_(%w3, %two)
+  %size : int[] = aten::size(%x)
+  %w5 : Tensor = aten::view(%w4, %size)
+  %vt : Tensor = aten::t(%v1)
+  %out : Tensor = aten::add(%w5, %vt, %one)
+  return (%out)
+)IR";
 
-c10::IValue runJit(const torch::jit::Module& module, const std::vector<c10::IValue>& args) {
-  torch::NoGradGuard no_grad;
+c10::IValue runJit(const std::shared_ptr<torch::jit::Graph>& graph,
+                   const std::vector<c10::IValue>& args) {
   std::vector<c10::IValue> copies;
   for (const c10::IValue& arg : args) {
     copies.push_back(deepClone(arg));
   }
-  return module.get_method("forward")(std::move(copies));
+  return runWithJit(graph, copies).at(0);
 }
 
 std::vector<c10::IValue> withWhen(std::vector<c10::IValue> args, int64_t when) {
@@ -97,11 +115,11 @@ std::vector<c10::IValue> withWhen(std::vector<c10::IValue> args, int64_t when) {
 // Runs `args` with when=0 twice (sizes learned, then planned), then fails with each way of
 // failing, checking after each failure what the header promises, then runs `other_args` and
 // `args` again against the JIT.
-void expectFaultsLeaveTheRuntimeIntact(const std::string& source, std::vector<c10::IValue> args,
+void expectFaultsLeaveTheRuntimeIntact(const std::string& ir, std::vector<c10::IValue> args,
                                        std::vector<c10::IValue> other_args,
                                        const StaticModuleOptions& options) {
   SCOPED_TRACE(describe(options));
-  torch::jit::Module jit = scriptModule(source);
+  std::shared_ptr<torch::jit::Graph> jit = parsedGraph(ir);
   const c10::IValue expected = runJit(jit, args);
   const c10::IValue other_expected = runJit(jit, other_args);
   StaticModule module(jit, options);
@@ -159,7 +177,7 @@ TEST(KernelFault, InPlaceLookingModelsLeaveCallerTensorsUntouched) {
 }
 
 TEST(KernelFault, FailingOnTheFirstRunLeavesNothingToUnlearn) {
-  torch::jit::Module jit = scriptModule(kThrowsMidRun);
+  std::shared_ptr<torch::jit::Graph> jit = parsedGraph(kThrowsMidRun);
   StaticModule module(jit);
   StaticRuntime runtime(module);
   const std::vector<c10::IValue> args{torch::randn({5, 5}), int64_t{0}};
@@ -175,7 +193,7 @@ TEST(KernelFault, FailingOnTheFirstRunLeavesNothingToUnlearn) {
 // this one fails inside a kernel, after the arena was lent out, on the pool and the module's
 // thread-safe entry point.
 TEST(KernelFault, APoolLeaseReturnsItsRuntimeWhenAKernelThrows) {
-  torch::jit::Module jit = scriptModule(kThrowsMidRun);
+  std::shared_ptr<torch::jit::Graph> jit = parsedGraph(kThrowsMidRun);
   StaticModule module(jit);
   RuntimePool pool(module, 1);
   const std::vector<c10::IValue> args{torch::randn({4, 4}), int64_t{0}};
@@ -239,7 +257,7 @@ private:
 };
 
 TEST(ArenaFault, AnArenaThatCannotGrowIsReportedAndTheNextRunsRecover) {
-  torch::jit::Module jit = scriptModule(kThrowsMidRun);
+  std::shared_ptr<torch::jit::Graph> jit = parsedGraph(kThrowsMidRun);
   StaticModule module(jit);
   const std::vector<c10::IValue> small{torch::randn({8, 8}), int64_t{0}};
   const std::vector<c10::IValue> large{torch::randn({64, 64}), int64_t{0}};
