@@ -92,7 +92,8 @@ void explainFirst(const c10::IValue& value, const std::string& name) {
 }
 
 // A graph's inputs may declare dtype, sizes or device (an IR graph, a traced one); LibTorch's
-// own check then prints both sides as plain 'Tensor'. Says what was declared and what came.
+// own check then prints both sides as plain 'Tensor'. Says what was declared and what came
+// (operator<< prints a TensorType in full; str() would not).
 void checkDeclaredType(const c10::Argument& argument, size_t position, const c10::IValue& value) {
   const auto declared = argument.type()->cast<c10::TensorType>();
   if (!declared || !value.isTensor() || !value.toTensor().defined() ||
@@ -101,8 +102,7 @@ void checkDeclaredType(const c10::Argument& argument, size_t position, const c10
   }
   const c10::TensorTypePtr actual = c10::TensorType::create(value.toTensor());
   TORCH_CHECK(actual->isSubtypeOf(*declared), "static_runtime: input '", argument.name(),
-              "' (argument ", position, ") is ", actual->str(), "; forward declares ",
-              declared->str());
+              "' (argument ", position, ") is ", *actual, "; forward declares ", *declared);
 }
 
 } // namespace
