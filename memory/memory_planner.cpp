@@ -2,7 +2,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
-#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
 namespace srt::memory {
 namespace {
@@ -43,10 +43,10 @@ std::vector<Lifetime> MemoryPlanner::lifetimes() const {
 
 void* MemoryPlanner::scratchData(size_t i) const {
   const size_t buffer = managed_.size() + i;
-  if (plan_.offsets.empty() || slot_bytes_[buffer] == 0) {
-    return nullptr;
+  if (plan_.offsets.empty() || slot_bytes_[buffer] == 0 || arena_.capacity() < plan_.arena_bytes) {
+    return nullptr; // unplanned, or the arena could not grow to this plan yet
   }
-  return static_cast<uint8_t*>(arena_.get()) + plan_.offsets[buffer];
+  return arena_.data() + plan_.offsets[buffer];
 }
 
 size_t MemoryPlanner::scratchBytes(size_t i) const {
@@ -77,7 +77,10 @@ void MemoryPlanner::allocate(c10::IValue* values) {
   if (plan_.offsets.empty()) {
     return; // sizes not learned yet
   }
-  auto* base = static_cast<uint8_t*>(arena_.get());
+  // Grown right after planning already, unless the allocator failed then: try again, and report
+  // a failure now, before any kernel has run.
+  arena_.reserve(plan_.arena_bytes);
+  uint8_t* base = arena_.data();
   for (size_t i = 0; i < managed_.size(); ++i) {
     c10::StorageImpl* storage = storageOf(values[managed_[i].value_index]);
     if (storage == nullptr || slot_bytes_[i] == 0) {
@@ -90,17 +93,13 @@ void MemoryPlanner::allocate(c10::IValue* values) {
 }
 
 void MemoryPlanner::deallocate(c10::IValue* values) noexcept {
-  auto* begin = static_cast<uint8_t*>(arena_.get());
-  auto* end = begin + arena_capacity_;
   for (size_t i = 0; i < managed_.size(); ++i) {
     at::Tensor* tensor = managedTensor(values[managed_[i].value_index]);
     if (tensor == nullptr) {
       continue;
     }
     c10::StorageImpl* storage = tensor->storage().unsafeGetStorageImpl();
-    auto* data = static_cast<uint8_t*>(storage->data_ptr().get());
-    const bool in_arena = data != nullptr && data >= begin && data < end;
-    if (!in_arena && storage->nbytes() > 0) {
+    if (!arena_.contains(storage->data_ptr().get()) && storage->nbytes() > 0) {
       // First run, or the kernel outgrew its slot and allocated on its own: plan for it.
       slot_bytes_[i] = std::max(slot_bytes_[i], storage->nbytes());
       needs_plan_ = true;
@@ -121,25 +120,16 @@ void MemoryPlanner::replan() {
   needs_plan_ = false;
   ++generation_;
   plan_ = planMemory(lifetimes(), algorithm_);
-  if (plan_.arena_bytes > arena_capacity_) {
-    // Runs after every run, from a noexcept path: if the arena cannot grow, run unplanned (the
-    // kernels allocate as before) and try again after the next run.
-    try {
-      arena_ = c10::GetCPUAllocator()->allocate(plan_.arena_bytes);
-      arena_capacity_ = plan_.arena_bytes;
-      ++reallocations_;
-    } catch (...) {
-      arena_ = c10::DataPtr();
-      arena_capacity_ = 0;
-      plan_ = MemoryPlan{};
-      needs_plan_ = true;
-    }
+  // Grows now, while nothing points into the arena. From this noexcept path a failure is only
+  // noted (verify() reports the short arena): the next allocate() tries again and reports it.
+  try {
+    arena_.reserve(plan_.arena_bytes);
+  } catch (const c10::Error&) {
   }
 }
 
 void MemoryPlanner::releaseMemory() {
-  arena_ = c10::DataPtr();
-  arena_capacity_ = 0;
+  arena_.release();
   plan_ = MemoryPlan{};
   std::fill(slot_bytes_.begin(), slot_bytes_.end(), 0);
   ++generation_;
@@ -176,9 +166,9 @@ std::string MemoryPlanner::verify() const {
     return "";
   }
   std::string problem = verifyPlan(lifetimes(), plan_);
-  if (problem.empty() && plan_.arena_bytes > arena_capacity_) {
+  if (problem.empty() && plan_.arena_bytes > arena_.capacity()) {
     problem = "the plan needs " + std::to_string(plan_.arena_bytes) + " bytes but the arena has " +
-              std::to_string(arena_capacity_);
+              std::to_string(arena_.capacity());
   }
   return problem;
 }

@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <c10/core/Allocator.h>
-
+#include "memory/arena.h"
 #include "memory/planner.h"
 
 namespace c10 {
@@ -44,7 +43,8 @@ public:
   MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm,
                 std::vector<ScratchBlock> scratch = {});
 
-  // Before a run: point every managed tensor that exists into the arena.
+  // Before a run: point every managed tensor that exists into the arena, growing it first when
+  // the plan needs more. Throws c10::Error when the arena cannot grow (nothing is pointed then).
   void allocate(c10::IValue* values);
   // After a run (and after a failed one): learn sizes, detach storages, re-plan when needed.
   void deallocate(c10::IValue* values) noexcept;
@@ -69,7 +69,9 @@ public:
   size_t numScratch() const { return scratch_.size(); }
   size_t arenaBytes() const { return plan_.arena_bytes; }
   size_t lowerBoundBytes() const;
-  size_t arenaReallocations() const { return reallocations_; }
+  size_t arenaReallocations() const { return arena_.reallocations(); }
+  // Whether `address` points into the arena (planned tensors and scratch live there).
+  bool arenaContains(const void* address) const { return arena_.contains(address); }
   // Changes whenever offsets or the arena may have (a new plan, releaseMemory): scratch lent
   // from an older generation must be lent again.
   size_t planGeneration() const { return generation_; }
@@ -99,10 +101,8 @@ private:
   PlannerAlgorithm algorithm_;
   std::vector<size_t> slot_bytes_; // largest storage (or scratch request) seen per buffer
   MemoryPlan plan_;
-  c10::DataPtr arena_;
-  size_t arena_capacity_ = 0;
+  Arena arena_;
   bool needs_plan_ = false;
-  size_t reallocations_ = 0;
   size_t generation_ = 0;
 };
 

@@ -13,7 +13,9 @@ namespace srt {
 using Kwargs = std::unordered_map<std::string, c10::IValue>;
 
 // Appends keyword arguments and defaults to `args` in schema order and checks every argument's
-// type. Throws c10::Error naming the argument (too many, missing, unknown keyword, wrong type).
+// type. Then refuses tensors the runtime cannot run (also inside lists, tuples and dicts): not on
+// the CPU, not strided (sparse, mkldnn), quantized. Throws c10::Error naming the argument (too
+// many, missing, unknown keyword, wrong type, device, layout or dtype) and what was expected.
 void bindArguments(const c10::FunctionSchema& schema, std::vector<c10::IValue>& args,
                    const Kwargs& kwargs);
 

@@ -74,6 +74,11 @@ public:
   // "" when the current plan is valid: no two buffers live at once share bytes, all fit the
   // arena. Otherwise the first violation.
   [[nodiscard]] std::string verifyMemoryPlan() const;
+  // Whether `address` points into this runtime's arena of intermediates (not the output arena
+  // of manage_output_tensors): what a caller receives must never do so.
+  [[nodiscard]] bool arenaContains(const void* address) const {
+    return planner_ && planner_->arenaContains(address);
+  }
   // Frees the arena of an idle runtime; the next run learns sizes and plans again.
   void releaseMemory();
 

@@ -23,6 +23,27 @@ std::string describe(const StaticModuleOptions& options);
 // Deep copy, so a test can later prove the runtime did not write into the caller's inputs.
 c10::IValue deepClone(const c10::IValue& value);
 
+// The exact bytes of every tensor in a (possibly nested) value: the whole storage each one views,
+// its sizes, strides, offset and dtype. Proves later that nothing wrote into a caller's tensors,
+// not even outside the elements they show, and that none was resized or restrided.
+class TensorBytes {
+public:
+  explicit TensorBytes(const c10::IValue& value);
+  // "" when every tensor of `value` (the same tensors, later) still holds the recorded bytes and
+  // layout; else which one (`name` then its position, e.g. "'x'[1]") and what changed.
+  std::string compare(const c10::IValue& value, const std::string& name) const;
+
+private:
+  struct Record {
+    std::vector<int64_t> sizes;
+    std::vector<int64_t> strides;
+    int64_t storage_offset = 0;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    std::vector<uint8_t> bytes; // empty without CPU memory (meta tensors, empty storages)
+  };
+  std::vector<Record> records_;
+};
+
 // Structural comparison; tensors must match in dtype and shape and be within `tolerance`
 // (absolute and relative) for floating point, exactly otherwise. Returns "" when equal, else
 // what differs and where (`path` names the position, e.g. "output[1]['a']").
@@ -31,7 +52,10 @@ std::string compareIValues(const c10::IValue& expected, const c10::IValue& actua
 
 // Runs `module` through the JIT (reference) and through a StaticModule built with `options`:
 // each input set twice in a row, then the first set again after the others (shape changes both
-// ways). Checks outputs agree and inputs are left unmodified. Reports failures with gtest.
+// ways). Checks outputs agree, and that every input tensor (by its argument name) holds exactly
+// the bytes it held before each run; only where TorchScript itself writes into an input (an
+// in-place op on an argument, which the JIT does too) must it instead hold what the JIT left in
+// its copy. Reports failures with gtest.
 void expectMatchesJit(const torch::jit::Module& module, const std::vector<InputSet>& inputs,
                       const StaticModuleOptions& options = {}, double tolerance = 1e-5);
 
