@@ -1,8 +1,9 @@
 // Copies into the node's own tensor: dtype conversions (to, type_as), clone and contiguous.
 //
 // The JIT returns the input itself when nothing changes (same dtype, copy=False; an already
-// contiguous input). We always copy: the output is then ours to reuse across runs, and a graph
-// output never aliases a caller's input.
+// contiguous input). We copy: the output is then ours to reuse across runs, and a graph output
+// never aliases a caller's input. Except where the result is written in place: the write must then
+// reach the input as it does in the JIT, so the node keeps the JIT's aliasing operator.
 #include <ATen/NativeFunctions.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -15,6 +16,30 @@ namespace srt::ops {
 namespace {
 
 using torch::jit::Node;
+
+// True when a reader writes `value` in place, directly or through views of it (readers whose
+// result may alias their input, per their schema).
+bool writtenInPlace(const torch::jit::Value* value) {
+  for (const torch::jit::Use& use : value->uses()) {
+    const c10::FunctionSchema* schema = use.user->maybeSchema();
+    if (schema == nullptr || use.offset >= schema->arguments().size()) {
+      continue; // prim nodes (lists, If/Loop, return) do not write
+    }
+    const c10::AliasInfo* alias = schema->arguments()[use.offset].alias_info();
+    if (alias == nullptr) {
+      continue;
+    }
+    if (alias->isWrite()) {
+      return true;
+    }
+    for (const torch::jit::Value* view : use.user->outputs()) {
+      if (writtenInPlace(view)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 // Copies `self` into the node's output with `dtype`. `memory_format` contiguous gives a
 // contiguous result; otherwise (None: preserve) the input's suggested layout is kept, so
@@ -57,6 +82,9 @@ std::optional<bool> contiguousRequest(const Node* node, size_t index, bool none_
 
 // to.dtype(self, dtype, non_blocking, copy, memory_format?)
 std::optional<KernelFunction> toDtype(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
   if (!node->matches("aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, "
                      "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")) {
     return std::nullopt;
@@ -72,6 +100,9 @@ std::optional<KernelFunction> toDtype(const Node* node, const KernelOptions&) {
 
 // to.prim_dtype(self, int? dtype, non_blocking, copy): a None dtype keeps the input's.
 std::optional<KernelFunction> toPrimDtype(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
   if (!node->matches(
           "aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=False, "
           "bool copy=False) -> Tensor(b|a)")) {
@@ -87,6 +118,9 @@ std::optional<KernelFunction> toPrimDtype(const Node* node, const KernelOptions&
 // to.other(self, other, non_blocking, copy, memory_format?) and type_as(self, other): the
 // other tensor's dtype (both must be on the CPU).
 std::optional<KernelFunction> toOther(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
   if (!node->matches("aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, "
                      "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")) {
     return std::nullopt;
@@ -103,7 +137,10 @@ std::optional<KernelFunction> toOther(const Node* node, const KernelOptions&) {
   });
 }
 
-std::optional<KernelFunction> typeAs(const Node*, const KernelOptions&) {
+std::optional<KernelFunction> typeAs(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
   return KernelFunction([](ProcessedNode& p) {
     const at::Tensor& other = p.input(1).toTensor();
     TORCH_CHECK(other.device().is_cpu(),
@@ -126,6 +163,9 @@ std::optional<KernelFunction> clone(const Node* node, const KernelOptions&) {
 
 // contiguous(self, memory_format=contiguous_format)
 std::optional<KernelFunction> contiguous(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
   auto contiguous = contiguousRequest(node, 1, true);
   if (!contiguous || !*contiguous) {
     return std::nullopt;

@@ -377,9 +377,10 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   const float* bias_data = has_bias ? bias.data_ptr<float>() : nullptr;
   // The rows of x as one dense [batch * seq, d_in] matrix, which oneDNN takes.
   const bool dense_rows = x_ld == d_in && (batch == 1 || x.stride(0) == seq * d_in);
+  const OneDnnThreads onednn_threads(rows * d_in * qkv_ld);
   std::optional<size_t> onednn_scratchpad;
   if (packed_weight != nullptr && dense_rows) {
-    onednn_scratchpad = prepareOneDnnGemm(p, *packed_weight, rows, has_bias);
+    onednn_scratchpad = prepareOneDnnGemm(p, *packed_weight, rows, has_bias, onednn_threads);
   }
   // One scratch request: the [rows, 3 * d_model] projection, a score block per thread, then
   // oneDNN's scratchpad.

@@ -284,7 +284,9 @@ bool runDenseLinear(ProcessedNode& p, const PackedWeight& packed, LinearInputs l
     run_epilogue.alpha = alpha.toDouble();
   }
   const PostOps post_ops = postOpsFor(run_epilogue);
-  const PrimitiveKey key{x.numel() / packed.k, useAtenThreadsForOneDnn(), 1.0, 0.0, mode, post_ops};
+  const int64_t m = x.numel() / packed.k;
+  const OneDnnThreads threads(m * packed.k * packed.n);
+  const PrimitiveKey key{m, threads.count(), 1.0, 0.0, mode, post_ops};
   auto& state = p.state<OneDnnGemmState>();
   if (!state.built || !(state.key == key)) {
     build(state, key, packed);
@@ -316,13 +318,9 @@ std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& wei
 }
 
 std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
-                                        int64_t m, bool has_bias) {
-  const PrimitiveKey key{m,
-                         useAtenThreadsForOneDnn(),
-                         1.0,
-                         0.0,
-                         has_bias ? AddendMode::kBias : AddendMode::kNone,
-                         PostOps{}};
+                                        int64_t m, bool has_bias, const OneDnnThreads& threads) {
+  const PrimitiveKey key{
+      m, threads.count(), 1.0, 0.0, has_bias ? AddendMode::kBias : AddendMode::kNone, PostOps{}};
   auto& state = p.state<OneDnnGemmState>();
   if (!state.built || !(state.key == key)) {
     build(state, key, weight);
@@ -391,8 +389,9 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
       resizeForGemm(out, *problem);
       return;
     }
+    const OneDnnThreads threads(problem->m() * packed->k * packed->n);
     // beta matters only to the sum post-op; keying on it otherwise would only cause rebuilds.
-    const PrimitiveKey key{problem->m(),   useAtenThreadsForOneDnn(),
+    const PrimitiveKey key{problem->m(),   threads.count(),
                            problem->alpha, mode == AddendMode::kSum ? problem->beta : 0.0,
                            mode,           post_ops};
     auto& state = p.state<OneDnnGemmState>();

@@ -9,6 +9,7 @@
 
 #include "ops/gemm_epilogue.h"
 #include "ops/gemm_problem.h"
+#include "ops/gemm_threads.h"
 #include "ops/kernel.h"
 
 namespace srt::ops {
@@ -56,9 +57,10 @@ std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& wei
 // prepareOneDnnGemm builds the node's primitive for m rows (kept in the node's state, so a kernel
 // runs at most one such GEMM; rebuilt when m or the thread count change) and returns the
 // scratchpad bytes it needs, or std::nullopt when oneDNN has no primitive for it (nothing to
-// run). runOneDnnGemm then runs it with that many 64-byte aligned scratchpad bytes.
+// run). runOneDnnGemm then runs it with that many 64-byte aligned scratchpad bytes. `threads`
+// (for m x K x N multiply-adds) must live across both calls.
 std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
-                                        int64_t m, bool has_bias);
+                                        int64_t m, bool has_bias, const OneDnnThreads& threads);
 void runOneDnnGemm(ProcessedNode& p, const float* a, const float* bias, float* out,
                    void* scratchpad);
 

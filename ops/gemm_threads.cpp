@@ -9,14 +9,25 @@ namespace srt::ops {
 // Debian's libdnnl is built with DNNL_CPU_RUNTIME=OMP (libgomp, the runtime libtorch uses too): a
 // primitive runs in `#pragma omp parallel` regions sized by omp_get_max_threads() of the calling
 // thread. That value is a per-thread ICV, so setting it changes nothing for runtimes on other
-// threads; ATen's OpenMP backend keeps at::get_num_threads() in the same ICV, so this is usually a
-// no-op, and it makes oneDNN follow whatever the caller set with at::set_num_threads.
-int useAtenThreadsForOneDnn() {
-  const int threads = at::get_num_threads();
-  if (omp_get_max_threads() != threads) {
-    omp_set_num_threads(threads);
+// threads; ATen's OpenMP backend keeps at::get_num_threads() in the same ICV, which is why the
+// caller's value is put back afterwards.
+namespace {
+// 64 x 64 x 64: below it a GEMM takes a few microseconds on one core, about what a parallel
+// region costs to start and join.
+constexpr int64_t kSerialMultiplyAdds = int64_t{1} << 18;
+} // namespace
+
+OneDnnThreads::OneDnnThreads(int64_t multiply_adds)
+    : caller_(at::get_num_threads()), count_(multiply_adds < kSerialMultiplyAdds ? 1 : caller_) {
+  if (omp_get_max_threads() != count_) {
+    omp_set_num_threads(count_);
   }
-  return threads;
+}
+
+OneDnnThreads::~OneDnnThreads() {
+  if (omp_get_max_threads() != caller_) {
+    omp_set_num_threads(caller_);
+  }
 }
 
 // Debian's OpenBLAS is the pthread build: one process-wide pool whose size only

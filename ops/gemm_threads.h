@@ -3,9 +3,27 @@
 
 namespace srt::ops {
 
-// Sets the calling thread's OpenMP thread count, which oneDNN (OpenMP runtime on Debian) reads at
-// primitive creation and execution. Returns the count, part of a cached primitive's key.
-int useAtenThreadsForOneDnn();
+#include <cstdint>
+
+// The OpenMP thread count one oneDNN GEMM runs with (Debian's oneDNN uses the OpenMP runtime and
+// reads the calling thread's count at primitive creation and execution): the caller's
+// at::get_num_threads(), or 1 for a GEMM too small to split, where waking threads costs more than
+// the GEMM and, on a busy machine, a parallel region can wait a whole time slice for a thread.
+// Set for the scope's lifetime, which must cover the primitive's creation and execution, and
+// restored after: ATen keeps its own thread count in the same per-thread setting.
+class OneDnnThreads {
+public:
+  explicit OneDnnThreads(int64_t multiply_adds);
+  ~OneDnnThreads();
+  OneDnnThreads(const OneDnnThreads&) = delete;
+  OneDnnThreads& operator=(const OneDnnThreads&) = delete;
+  // Part of a cached primitive's key.
+  int count() const { return count_; }
+
+private:
+  int caller_;
+  int count_;
+};
 
 // Sets OpenBLAS's process-wide thread count. Also called before ATen's own GEMMs, which on Debian
 // go to OpenBLAS without ATen passing its thread count on.

@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <memory>
 
+#include <c10/core/alignment.h>
+#include <c10/core/impl/alloc_cpu.h>
+
 namespace srt::ops {
 
 // Grow-only, 64-byte aligned. Nodes of one runtime run one at a time, so they share it; what a
@@ -19,8 +22,9 @@ public:
     ++requests_;
     if (bytes > capacity_) {
       const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-      buffer_.reset(
-          static_cast<std::byte*>(::operator new[](rounded, std::align_val_t{kAlignment})));
+      // c10's allocator: a request the machine cannot serve (a huge shape) is a c10::Error naming
+      // the bytes, as for any tensor, not a std::bad_alloc.
+      buffer_.reset(static_cast<std::byte*>(c10::alloc_cpu(rounded)));
       capacity_ = rounded;
     }
     return buffer_.get();
@@ -31,8 +35,9 @@ public:
   size_t requests() const { return requests_; }
 
 private:
+  static_assert(c10::gAlignment >= kAlignment, "c10::alloc_cpu must align scratch to 64 bytes");
   struct AlignedDelete {
-    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlignment}); }
+    void operator()(std::byte* p) const { c10::free_cpu(p); }
   };
   std::unique_ptr<std::byte[], AlignedDelete> buffer_;
   size_t capacity_ = 0;
