@@ -93,6 +93,12 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
       if (runtime.planner_) {
         runtime.reportScratch();
         runtime.planner_->deallocate(runtime.values_.data());
+        // A failed run may have taught the planner sizes this machine cannot hold (an input far
+        // larger than any before, whose arena could not grow): forget them, as releaseMemory()
+        // does, rather than fail every later run on them.
+        if (!succeeded && !runtime.planner_->verify().empty()) {
+          runtime.releaseMemory();
+        }
       }
       if (runtime.output_planner_) {
         // Returned outputs stay until handed back; after a failure nobody holds them.
