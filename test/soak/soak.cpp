@@ -148,8 +148,7 @@ void runPhase(srt::RuntimePool& pool, const std::vector<Case>& cases, size_t fir
         } catch (const std::exception& e) {
           if (totals.errors++ < 5) {
             std::lock_guard<std::mutex> lock(totals.report_mutex);
-            std::cerr << "srt_soak: run " << i << " (" << c.name << ") threw: " << e.what()
-                      << "\n";
+            std::cerr << "srt_soak: run " << i << " (" << c.name << ") threw: " << e.what() << "\n";
           }
         }
       }
