@@ -66,7 +66,8 @@ void map(TernaryOp op, const float* x, const float* y, const float* z, float* ou
 // Row-wise kernels over `rows` contiguous rows of `n` floats, rows split over the intra-op threads
 // when there are enough of them. One call for a whole block of rows: the small rows of attention
 // and transformer layers (16 to 128 floats) cost less than a call each.
-// Each row replaced by its softmax: exp(x - max) * (1 / sum), as ATen's last-dimension softmax.
+// Each row replaced by its softmax: exp(x - max) * (1 / sum), as ATen's last-dimension softmax,
+// with a polynomial exp within 2 ulp of expf (ATen's is within 1): -inf keys give exactly 0.
 void softmaxRows(float* x, int64_t rows, int64_t n);
 // out = (x - mean) * rstd * gamma + beta per row, rstd = 1 / sqrt(biased variance + eps); gamma
 // and beta are n floats or nullptr (then 1 and 0). `out` may be `x`.

@@ -1,5 +1,6 @@
 // The float32 fast path on its own: ops/vectorized_loops.h against ATen's functions, and how
 // out-variant kernels reuse (and must not reuse) their output tensor.
+#include <cmath>
 #include <limits>
 #include <torch/csrc/jit/ir/irparser.h>
 
@@ -116,7 +117,26 @@ TEST(RowKernels, SoftmaxRowsMatchesAten) {
     at::Tensor rows = x.clone();
     ops::vec::softmaxRows(rows.data_ptr<float>(), 5, n);
     EXPECT_TRUE(torch::allclose(rows, torch::softmax(x, -1), 1e-6, 1e-7));
+    if (n > 1) {
+      EXPECT_EQ(rows[1][0].item<float>(), 0.f) << "a masked key weighs exactly nothing";
+    }
   }
+}
+
+TEST(RowKernels, SoftmaxRowsKeepsNanAndWideRanges) {
+  // Scores far apart (exp underflows for all but the largest), a NaN, and a fully masked row.
+  const float inf = std::numeric_limits<float>::infinity();
+  at::Tensor x = torch::tensor({0.f, -50.f, -90.f, -200.f,    //
+                                1.f, std::nanf(""), 2.f, 3.f, //
+                                -inf, -inf, -inf, -inf})
+                     .reshape({3, 4});
+  at::Tensor rows = x.clone();
+  ops::vec::softmaxRows(rows.data_ptr<float>(), 3, 4);
+  const at::Tensor expected = torch::softmax(x, -1);
+  // exp(-90) is subnormal: ours flushes it to 0.
+  EXPECT_TRUE(torch::allclose(rows[0], expected[0], 1e-6, 1e-37)) << rows[0] - expected[0];
+  EXPECT_TRUE(rows[1].isnan().all().item<bool>()) << rows[1];
+  EXPECT_TRUE(rows[2].isnan().all().item<bool>()) << rows[2];
 }
 
 TEST(RowKernels, LayerNormRowsMatchesAten) {
