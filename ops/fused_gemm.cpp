@@ -18,6 +18,7 @@
 #include "ops/gemm_onednn.h"
 #include "ops/gemm_openblas.h"
 #include "ops/gemm_problem.h"
+#include "ops/gemm_small.h"
 #include "ops/gemm_threads.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
@@ -240,6 +241,10 @@ void runGemm(ProcessedNode& p, GemmOp op, GemmBackend backend) {
   problem->alpha = alpha.toDouble();
   at::Tensor& out = outputTensorLike(p, 0, problem->a);
   at::Tensor out_view = resizeForGemm(out, *problem);
+  if (smallGemmSupports(*problem)) {
+    runSmallGemm(*problem, out_view);
+    return;
+  }
   if (backend == GemmBackend::kOpenBlas && openblasSupports(*problem)) {
     runOpenBlas(*problem, out_view);
     return;
@@ -270,9 +275,8 @@ std::optional<KernelFunction> gemmFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   // oneDNN pays off only with a weight packed once, and this op's operands are activations: as
-  // for an unfused aten::bmm/matmul with a non-constant operand, ATen runs it then. (OpenBLAS
-  // here was 1.25x slower on DeepAndWide's 64 tiny 1x32x1 batched products, measured with
-  // benchmarks/pass_ablation.py.)
+  // for an unfused aten::bmm/matmul with a non-constant operand, ATen runs it then, after the
+  // products small enough for a plain loop (ops/gemm_small.h).
   const GemmBackend backend =
       options.gemm_backend == GemmBackend::kOpenBlas ? GemmBackend::kOpenBlas : GemmBackend::kAten;
   return [op = *op, backend](ProcessedNode& p) { runGemm(p, op, backend); };

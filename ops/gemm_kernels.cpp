@@ -8,6 +8,7 @@
 #include "ops/gemm_onednn.h"
 #include "ops/gemm_openblas.h"
 #include "ops/gemm_problem.h"
+#include "ops/gemm_small.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
@@ -119,6 +120,22 @@ KernelFunction openblasKernel(const GemmOp& op) {
   };
 }
 
+// ATen's kernel, after the batched products too small for any library call (ops/gemm_small.h).
+// Only for bmm and matmul: the others either have a constant to pack or rarely come this small.
+KernelFunction atenKernel(const GemmOp& op) {
+  if (op.aten != atenBmm && op.aten != atenMatmul) {
+    return op.aten;
+  }
+  return [lower = op.lower, aten = op.aten](ProcessedNode& p) {
+    if (std::optional<GemmProblem> problem = lower(p); problem && smallGemmSupports(*problem)) {
+      at::Tensor& out = outputTensorLike(p, 0, problem->a);
+      runSmallGemm(*problem, resizeForGemm(out, *problem));
+      return;
+    }
+    aten(p);
+  };
+}
+
 // oneDNN pays off with a weight packed once; a right operand that is not a constant is ATen's.
 std::optional<KernelFunction> onednnKernel(const GemmOp& op, const Node* node) {
   if (op.packable_input < 0) {
@@ -147,7 +164,7 @@ KernelFunction backendKernel(const GemmOp& op, const Node* node, const KernelOpt
       break;
     }
   }
-  return op.aten;
+  return atenKernel(op);
 }
 
 std::optional<KernelFunction> makeGemmKernel(const GemmOp& op, const Node* node,

@@ -21,6 +21,7 @@ namespace srt::ops::vec {
   void softmaxRowsLoop(float* x, int64_t rows, int64_t n);                                         \
   void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, float eps,         \
                          float* out, int64_t rows, int64_t n);                                     \
+  float dotLoop(const float* x, const float* y, int64_t n);                                        \
   }
 SRT_DECLARE_CAPABILITY_LOOPS(DEFAULT)
 SRT_DECLARE_CAPABILITY_LOOPS(AVX2)
@@ -36,12 +37,13 @@ struct Loops {
   decltype(&DEFAULT::ternaryLoop) ternary;
   decltype(&DEFAULT::softmaxRowsLoop) softmax_rows;
   decltype(&DEFAULT::layerNormRowsLoop) layer_norm_rows;
+  decltype(&DEFAULT::dotLoop) dot;
 };
 
 #define SRT_CAPABILITY_LOOPS(capability)                                                           \
   Loops {                                                                                          \
 #capability, capability::unaryLoop, capability::binaryLoop, capability::ternaryLoop,           \
-        capability::softmaxRowsLoop, capability::layerNormRowsLoop                                 \
+        capability::softmaxRowsLoop, capability::layerNormRowsLoop, capability::dotLoop            \
   }
 constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
 constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
@@ -132,6 +134,10 @@ void layerNormRows(const float* x, const float* gamma, const float* beta, float 
   splitRowsOverThreads(rows, n, [&](int64_t begin, int64_t end) {
     fn(x + begin * n, gamma, beta, eps, out + begin * n, end - begin, n);
   });
+}
+
+float dot(const float* x, const float* y, int64_t n) {
+  return loops().dot(x, y, n);
 }
 
 const char* capability() {

@@ -74,6 +74,10 @@ void softmaxRows(float* x, int64_t rows, int64_t n);
 void layerNormRows(const float* x, const float* gamma, const float* beta, float eps, float* out,
                    int64_t rows, int64_t n);
 
+// sum(x[i] * y[i]) over n contiguous floats, in vector-width partial sums (so not in ATen's
+// order: within float rounding of it). One call per product; never split over threads.
+float dot(const float* x, const float* y, int64_t n);
+
 // The CPU capability whose build of the loops runs: "DEFAULT", "AVX2" or "AVX512".
 const char* capability();
 

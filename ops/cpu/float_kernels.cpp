@@ -294,5 +294,18 @@ void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, fl
   }
 }
 
+float dotLoop(const float* x, const float* y, int64_t n) {
+  Vec partial(0.f);
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    partial = at::vec::fmadd(Vec::loadu(x + i), Vec::loadu(y + i), partial);
+  }
+  float sum = at::vec::vec_reduce_all<float>([](Vec a, Vec b) { return a + b; }, partial);
+  for (; i < n; ++i) {
+    sum += x[i] * y[i];
+  }
+  return sum;
+}
+
 } // namespace CPU_CAPABILITY
 } // namespace srt::ops::vec

@@ -350,7 +350,13 @@ def forward(self, a, b):
             {randn({1, 1, 13}), randn({1, 13, 5})},
             {randn({0, 7, 13}), randn({0, 13, 5})},
             {randn({3, 13, 7}).transpose(1, 2), randn({5, 3, 13}).permute({1, 2, 0})},
-            {randn({3, 7, 13}, at::kDouble), randn({3, 13, 5}, at::kDouble)}}));
+            {randn({3, 7, 13}, at::kDouble), randn({3, 13, 5}, at::kDouble)},
+            // Computed by ops/gemm_small.h's loop: DeepAndWide's dot products, with a
+            // transposed right operand.
+            {randn({64, 1, 32}), randn({64, 1, 32}).transpose(1, 2)},
+            // Just past its limits: per entry, and in all.
+            {randn({2, 8, 16}), randn({2, 16, 8})},
+            {randn({200, 1, 512}), randn({200, 512, 1})}}));
 }
 
 TEST(GemmBaddbmm, AlphaBetaAndBroadcastSelf) {

@@ -139,6 +139,17 @@ TEST(RowKernels, SoftmaxRowsKeepsNanAndWideRanges) {
   EXPECT_TRUE(rows[2].isnan().all().item<bool>()) << rows[2];
 }
 
+TEST(RowKernels, DotMatchesAten) {
+  for (const int64_t n : {0, 1, 7, 16, 33, 300}) {
+    SCOPED_TRACE(n);
+    const at::Tensor x = torch::randn({n});
+    const at::Tensor y = torch::randn({n});
+    const float expected = n == 0 ? 0.f : torch::dot(x, y).item<float>();
+    EXPECT_NEAR(ops::vec::dot(x.data_ptr<float>(), y.data_ptr<float>(), n), expected,
+                1e-5 * (1 + std::abs(expected)));
+  }
+}
+
 TEST(RowKernels, LayerNormRowsMatchesAten) {
   for (const int64_t n : {1, 7, 16, 64, 300}) {
     SCOPED_TRACE(n);
