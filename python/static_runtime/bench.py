@@ -10,7 +10,9 @@ Runtimes (each skipped with a stated reason when it cannot run the model):
                            the binding's per-call cost (an identity model, same inputs, same
                            process) subtracted
   ours                     static_runtime.StaticModule, run through a one-runtime RuntimePool with
-                           intra_op_threads set
+                           intra_op_threads set; also timed on an identity model (same inputs,
+                           same pool setup), so that ours can be compared with ONNX Runtime net
+                           of the binding the same way (row field "net_us", "vs_ours_net")
 
 Method: every runtime is built, checked against the reference outputs and warmed up first. Then
 each round times a burst of calls (about `burst_seconds` long) on every runtime in turn, in an
@@ -47,6 +49,8 @@ LABELS = {
     "onnxruntime": "ONNX Runtime (CPU)",
     "ours": "static_runtime (ours)",
 }
+# The identity-model runner timed next to ours; not a row of its own.
+OURS_BINDING = "ours_binding"
 # What the GEMM libraries read at start-up; recorded, never changed.
 ENVIRONMENT_KEYS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")
 # Outputs must agree with the reference before anything is timed: a benchmark of wrong answers
@@ -176,6 +180,18 @@ def _build(
         pool = static_runtime.RuntimePool(module, 1, intra_op_threads=threads)
         return lambda: pool(*inputs)
 
+    def ours_binding() -> Optional[Runner]:
+        """Ours on a model that returns its first input: the Python binding, the pool lease and
+        the runtime's fixed cost per call, what ORT's identity model measures for node."""
+        if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
+            return None
+        parameters = ", ".join(f"x{i}: Tensor" for i in range(len(inputs)))
+        identity = torch.jit.CompilationUnit(
+            f"def identity({parameters}) -> Tensor:\n    return x0\n").identity
+        pool = static_runtime.RuntimePool(static_runtime.StaticModule(identity, **options), 1,
+                                          intra_op_threads=threads)
+        return Runner(OURS_BINDING, lambda: pool(*inputs))
+
     if hasattr(scripted, "_c"):
         add("torchscript", torchscript)
         add("optimize_for_inference", optimized)
@@ -190,6 +206,10 @@ def _build(
         except ort.Unavailable as error:
             skipped["onnxruntime"] = str(error)
     add("ours", ours)
+    if "ours" in runners:
+        binding = ours_binding()
+        if binding is not None:
+            runners[OURS_BINDING] = binding
     return runners, reference
 
 
@@ -266,6 +286,11 @@ def compare(
                 for runner in runners.values():
                     runner.close()
             ours = statistics.median(samples["ours"]) if "ours" in samples else None
+            # Ours net of its binding: paired per round, as ORT's runner pairs per call.
+            ours_net = None
+            if ours is not None and OURS_BINDING in samples:
+                ours_net = statistics.median(
+                    [t - b for t, b in zip(samples["ours"], samples[OURS_BINDING])])
             for runtime in RUNTIMES:
                 if runtime in samples:
                     median = statistics.median(samples[runtime])
@@ -281,6 +306,13 @@ def compare(
                         # Already subtracted from median_us; kept to show its size.
                         rows[-1]["binding_overhead_us"] = statistics.median(
                             runners[runtime].identity_samples) * 1e6
+                        rows[-1]["vs_ours_net"] = (median / ours_net
+                                                   if ours_net and ours_net > 0 else None)
+                    if runtime == "ours" and ours_net is not None:
+                        rows[-1]["binding_overhead_us"] = statistics.median(
+                            samples[OURS_BINDING]) * 1e6
+                        rows[-1]["net_us"] = ours_net * 1e6
+                        rows[-1]["binding_samples_us"] = [s * 1e6 for s in samples[OURS_BINDING]]
                 elif runtime in skipped_here:
                     skipped.append({"threads": count, "runtime": runtime,
                                     "reason": skipped_here[runtime]})
@@ -324,8 +356,13 @@ def format_table(result: Dict[str, Any]) -> str:
         ratio = f"{row['vs_ours']:.2f}x" if row["vs_ours"] and row["vs_ours"] > 0 else "-"
         line = (f"{row['threads']:>7}  {row['label']:<24} {_format_us(row['median_us']):>12} "
                 f"{ratio:>8}")
-        if "binding_overhead_us" in row:
+        if row["runtime"] == "onnxruntime" and "binding_overhead_us" in row:
             line += f"  (node binding's {_format_us(row['binding_overhead_us'])} subtracted)"
+            if row.get("vs_ours_net"):
+                line += f"; {row['vs_ours_net']:.2f}x ours net"
+        elif "net_us" in row:
+            line += (f"  (net of its binding's {_format_us(row['binding_overhead_us'])}: "
+                     f"{_format_us(row['net_us'])})")
         lines.append(line)
     for skip in result["skipped"]:
         lines.append(f"{skip['threads']:>7}  {LABELS[skip['runtime']]:<24} skipped: "

@@ -4,6 +4,7 @@ arithmetic, not the speed."""
 
 import json
 import math
+import statistics
 
 import pytest
 import torch
@@ -38,6 +39,12 @@ def test_compare_measures_every_in_process_runtime_and_ratios_to_ours():
         assert row["median_us"] > 0
         assert math.isclose(row["vs_ours"], row["median_us"] / ours, rel_tol=1e-9)
     assert rows["ours"]["vs_ours"] == 1.0
+    # Ours net of its binding: an identity model timed in the same rounds, paired per round.
+    binding = rows["ours"]["binding_samples_us"]
+    assert len(binding) == QUICK["rounds"] and min(binding) > 0
+    assert math.isclose(rows["ours"]["binding_overhead_us"], statistics.median(binding))
+    assert math.isclose(rows["ours"]["net_us"], statistics.median(
+        [t - b for t, b in zip(rows["ours"]["samples_us"], binding)]), rel_tol=1e-6)
     assert {"runtime": "onnxruntime", "threads": 1,
             "reason": "switched off (--no-onnxruntime)"} in result["skipped"]
     # What it was measured on travels with the numbers.
