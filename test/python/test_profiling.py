@@ -214,20 +214,22 @@ def test_memory_plan_after_a_run():
 
 
 def test_memory_plan_shows_kernel_scratch_and_is_empty_without_a_planner():
-    class Pool(nn.Module):
-        def forward(self, x: Tensor) -> Tensor:
-            return torch.max_pool2d(torch.relu(x), [2, 2]) + 1
+    class Norm(nn.Module):
+        def forward(self, x: Tensor, mean: Tensor, var: Tensor) -> Tensor:
+            # batch_norm folds its statistics into per-channel scale and shift: kernel scratch.
+            return torch.batch_norm(torch.relu(x), None, None, mean, var, False, 0.1, 1e-5,
+                                    False) + 1
 
-    scripted = torch.jit.script(Pool())
-    x = torch.randn(2, 3, 8, 8)
+    scripted = torch.jit.script(Norm())
+    inputs = (torch.randn(2, 3, 8, 8), torch.randn(3), torch.rand(3) + 0.5)
     module = static_runtime.StaticModule(scripted)
-    module(x)
-    plan = module.memory_plan(x)
+    module(*inputs)
+    plan = module.memory_plan(*inputs)
     scratch = [item for item in plan if item["kind"] == "scratch"]
     assert len(scratch) == module.stats()["planned_scratch_blocks"] == 1
-    assert scratch[0]["name"].startswith("aten::max_pool2d")
+    assert scratch[0]["name"].startswith("aten::batch_norm")
     assert scratch[0]["first_node"] == scratch[0]["last_node"]
-    assert static_runtime.StaticModule(scripted, optimize_memory=False).memory_plan(x) == []
+    assert static_runtime.StaticModule(scripted, optimize_memory=False).memory_plan(*inputs) == []
 
 
 # --- torch.profiler --------------------------------------------------------------------------------------

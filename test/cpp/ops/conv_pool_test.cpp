@@ -1,6 +1,8 @@
 // conv2d (native), max_pool2d and adaptive_avg_pool2d (out-variant), ops/conv_pool.cpp, against
 // the JIT.
+#include <cmath>
 #include <gtest/gtest.h>
+#include <limits>
 #include <torch/torch.h>
 
 #include "harness/differential.h"
@@ -72,6 +74,32 @@ def forward(self, x):
                             {{torch::randn({1, 8, 8, 2}).permute({0, 3, 1, 2})}},
                             {{torch::randn({3, 6, 5}, torch::kFloat64)}}});
   expectKinds(source, {{"aten::max_pool2d", KernelKind::kOutVariant}});
+}
+
+// The contiguous float32 loop against ATen's kernel: NaN wins its window, -inf stays, padding
+// never wins, 3-D input, ceil mode's partial windows.
+TEST(ConvPool, MaxPool2dLoopMatchesAtenWithNanAndInf) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return torch.max_pool2d(x, 2), torch.max_pool2d(x, 3, 2, 1, 1, True), torch.max_pool2d(x, [2, 3], [1, 2], [1, 1], [2, 1])
+)JIT"));
+  at::Tensor x = -torch::rand({2, 3, 9, 11}) - 1; // all negative: a padded zero would win
+  x[0][1][2][3] = std::nanf("");
+  x[1][2][8][10] = std::nanf("");
+  x[1][0].fill_(-std::numeric_limits<float>::infinity());
+  for (const at::Tensor& input : {x, x[1]}) {
+    for (int run = 0; run < 2; ++run) {
+      const auto outputs = module({input}).toTupleRef().elements();
+      const at::Tensor expected[] = {at::max_pool2d(input, {2}),
+                                     at::max_pool2d(input, {3}, {2}, {1}, {1}, true),
+                                     at::max_pool2d(input, {2, 3}, {1, 2}, {1, 1}, {2, 1})};
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_TRUE(torch::equal(outputs[i].toTensor().isnan(), expected[i].isnan())) << i;
+        EXPECT_TRUE(torch::allclose(outputs[i].toTensor(), expected[i], 0, 0, /*equal_nan=*/true))
+            << i;
+      }
+    }
+  }
 }
 
 TEST(ConvPool, InvalidMaxPoolArgumentsAreErrors) {
