@@ -10,6 +10,7 @@
 #include "ops/gemm_threads.h"
 #include "ops/out_variant.h"
 #include "ops/processed_node.h"
+#include "ops/vectorized_loops.h"
 
 namespace srt::ops {
 
@@ -19,6 +20,11 @@ struct OneDnnPackedWeight {
   int64_t n = 0;
   dnnl::memory::desc desc;
   at::Tensor storage; // desc.get_size() bytes
+  // Small weights only: the plain [K, N] matrix with zero columns up to a multiple of
+  // vec::kRowTimesMatrixAlignment, for single rows. A oneDNN call costs about 1 us whatever its
+  // size, 2-4x the product itself at MLP sizes (K, N <= 128: 0.3-0.7 us with
+  // vec::rowTimesMatrix on this project's machines).
+  at::Tensor row_weight;
 };
 
 namespace {
@@ -40,6 +46,11 @@ using PackedWeight = OneDnnPackedWeight;
 // K and N, not on M (brgemm on AVX-512 picks the same blocked layout for M = 1 ... 1024), so one
 // representative M decides it and the primitive for any other M accepts it.
 constexpr int64_t kPackingRows = 64;
+
+// Weights up to 128 KB (half this machine's L2) also keep a copy for single rows: larger ones
+// stream from memory either way, and there oneDNN's blocked kernel was faster (K = 2048, N = 256:
+// 24 vs 46 us).
+constexpr int64_t kRowProductMaxFloats = int64_t{1} << 15;
 
 std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
   const int64_t k = weight.size(0);
@@ -65,6 +76,12 @@ std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
   dnnl::stream stream(cpuEngine());
   dnnl::reorder(from, to).execute(stream, from, to);
   stream.wait();
+  if (k * n <= kRowProductMaxFloats) {
+    const int64_t ld = (n + vec::kRowTimesMatrixAlignment - 1) / vec::kRowTimesMatrixAlignment *
+                       vec::kRowTimesMatrixAlignment;
+    packed->row_weight = at::zeros({k, ld}, at::kFloat);
+    packed->row_weight.narrow(1, 0, n).copy_(plain);
+  }
   return packed;
 }
 
@@ -283,8 +300,21 @@ bool runDenseLinear(ProcessedNode& p, const PackedWeight& packed, LinearInputs l
     }
     run_epilogue.alpha = alpha.toDouble();
   }
-  const PostOps post_ops = postOpsFor(run_epilogue);
   const int64_t m = x.numel() / packed.k;
+  if (m == 1 && packed.row_weight.defined()) {
+    at::Tensor& out = outputTensorLike(p, 0, x);
+    at::native::resize_(out, out_sizes);
+    vec::rowTimesMatrix(static_cast<const float*>(x.data_ptr()),
+                        static_cast<const float*>(packed.row_weight.data_ptr()),
+                        packed.row_weight.size(1),
+                        bias == nullptr ? nullptr : static_cast<const float*>(bias->data_ptr()),
+                        static_cast<float*>(out.data_ptr()), packed.k, packed.n);
+    if (!(run_epilogue.activation == Activation::kNone && !run_epilogue.has_residual)) {
+      applyEpilogue(run_epilogue, out, residual == nullptr ? at::Tensor() : *residual);
+    }
+    return true;
+  }
+  const PostOps post_ops = postOpsFor(run_epilogue);
   const OneDnnThreads threads(m * packed.k * packed.n);
   const PrimitiveKey key{m, threads.count(), 1.0, 0.0, mode, post_ops};
   auto& state = p.state<OneDnnGemmState>();

@@ -22,6 +22,8 @@ namespace srt::ops::vec {
   void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, float eps,         \
                          float* out, int64_t rows, int64_t n);                                     \
   float dotLoop(const float* x, const float* y, int64_t n);                                        \
+  void rowTimesMatrixLoop(const float* x, const float* w, int64_t ld, const float* bias, float* y, \
+                          int64_t k, int64_t n);                                                   \
   }
 SRT_DECLARE_CAPABILITY_LOOPS(DEFAULT)
 SRT_DECLARE_CAPABILITY_LOOPS(AVX2)
@@ -38,12 +40,14 @@ struct Loops {
   decltype(&DEFAULT::softmaxRowsLoop) softmax_rows;
   decltype(&DEFAULT::layerNormRowsLoop) layer_norm_rows;
   decltype(&DEFAULT::dotLoop) dot;
+  decltype(&DEFAULT::rowTimesMatrixLoop) row_times_matrix;
 };
 
 #define SRT_CAPABILITY_LOOPS(capability)                                                           \
   Loops {                                                                                          \
 #capability, capability::unaryLoop, capability::binaryLoop, capability::ternaryLoop,           \
-        capability::softmaxRowsLoop, capability::layerNormRowsLoop, capability::dotLoop            \
+        capability::softmaxRowsLoop, capability::layerNormRowsLoop, capability::dotLoop,           \
+        capability::rowTimesMatrixLoop                                                             \
   }
 constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
 constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
@@ -138,6 +142,11 @@ void layerNormRows(const float* x, const float* gamma, const float* beta, float 
 
 float dot(const float* x, const float* y, int64_t n) {
   return loops().dot(x, y, n);
+}
+
+void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
+                    int64_t k, int64_t n) {
+  loops().row_times_matrix(x, w, ld, bias, y, k, n);
 }
 
 const char* capability() {

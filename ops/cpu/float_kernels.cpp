@@ -294,6 +294,62 @@ void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, fl
   }
 }
 
+namespace {
+
+// Columns [j, j + V * Vec::size()) of rowTimesMatrix: V accumulators, so consecutive k steps do not
+// wait on each other's FMA.
+template <int V>
+void rowTimesColumns(const float* x, const float* w, int64_t ld, const float* bias, float* y,
+                     int64_t k, int64_t n, int64_t j) {
+  constexpr int64_t kWidth = Vec::size();
+  Vec acc[V];
+  for (int v = 0; v < V; ++v) {
+    const int64_t count = std::clamp<int64_t>(n - j - v * kWidth, 0, kWidth);
+    acc[v] = bias == nullptr || count == 0 ? Vec(0.f)
+             : count == kWidth             ? Vec::loadu(bias + j + v * kWidth)
+                                           : Vec::loadu(bias + j + v * kWidth, count);
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const Vec xi(x[i]);
+    const float* row = w + i * ld + j;
+    for (int v = 0; v < V; ++v) {
+      acc[v] = at::vec::fmadd(xi, Vec::loadu(row + v * kWidth), acc[v]);
+    }
+  }
+  for (int v = 0; v < V; ++v) {
+    const int64_t count = std::clamp<int64_t>(n - j - v * kWidth, 0, kWidth);
+    if (count == kWidth) {
+      acc[v].store(y + j + v * kWidth);
+    } else if (count > 0) {
+      acc[v].store(y + j + v * kWidth, count);
+    }
+  }
+}
+
+} // namespace
+
+void rowTimesMatrixLoop(const float* x, const float* w, int64_t ld, const float* bias, float* y,
+                        int64_t k, int64_t n) {
+  constexpr int64_t kWidth = Vec::size();
+  for (int64_t j = 0; j < n; j += 4 * kWidth) {
+    // ld is a multiple of every capability's width, so whole vectors stay inside the row.
+    switch (std::min<int64_t>(4, (ld - j) / kWidth)) {
+    case 4:
+      rowTimesColumns<4>(x, w, ld, bias, y, k, n, j);
+      break;
+    case 3:
+      rowTimesColumns<3>(x, w, ld, bias, y, k, n, j);
+      break;
+    case 2:
+      rowTimesColumns<2>(x, w, ld, bias, y, k, n, j);
+      break;
+    default:
+      rowTimesColumns<1>(x, w, ld, bias, y, k, n, j);
+      break;
+    }
+  }
+}
+
 float dotLoop(const float* x, const float* y, int64_t n) {
   Vec partial(0.f);
   int64_t i = 0;

@@ -106,6 +106,8 @@ TEST(FusedGemm, ResidualInEitherOrderWithAlpha) {
   expectEveryBackendMatchesJit(
       withConstantWeights(kResiduals),
       {{torch::randn({5, 16}), torch::randn({5, 24}), torch::randn({24})},
+       // One row: the single-row product, with the epilogue applied after it.
+       {torch::randn({1, 16}), torch::randn({1, 24}), torch::randn({24})},
        {torch::randn({2, 3, 16}), torch::randn({2, 3, 24}), torch::randn({1, 24})},
        {torch::randn({2, 3, 16}), torch::randn({3, 24}), torch::randn({3, 1})},
        // A strided residual: the broadcasting path.

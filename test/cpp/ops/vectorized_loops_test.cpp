@@ -2,6 +2,9 @@
 // out-variant kernels reuse (and must not reuse) their output tensor.
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include "ops/op_test_helpers.h"
@@ -147,6 +150,30 @@ TEST(RowKernels, DotMatchesAten) {
     const float expected = n == 0 ? 0.f : torch::dot(x, y).item<float>();
     EXPECT_NEAR(ops::vec::dot(x.data_ptr<float>(), y.data_ptr<float>(), n), expected,
                 1e-5 * (1 + std::abs(expected)));
+  }
+}
+
+TEST(RowKernels, RowTimesMatrixMatchesAten) {
+  for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {7, 3}, {51, 1}, {64, 128}, {128, 10}, {33, 70}, {16, 100}}) {
+    SCOPED_TRACE(std::to_string(k) + " x " + std::to_string(n));
+    const at::Tensor x = torch::randn({k});
+    const at::Tensor w = torch::randn({k, n});
+    const at::Tensor bias = torch::randn({n});
+    const int64_t ld = (n + 15) / 16 * 16;
+    ASSERT_EQ(ld % ops::vec::kRowTimesMatrixAlignment, 0);
+    at::Tensor padded = torch::zeros({k, ld});
+    padded.narrow(1, 0, n).copy_(w);
+    for (const bool with_bias : {true, false}) {
+      // One float past the end must stay untouched.
+      at::Tensor y = torch::full({n + 1}, 7.f);
+      ops::vec::rowTimesMatrix(x.data_ptr<float>(), padded.data_ptr<float>(), ld,
+                               with_bias ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(),
+                               k, n);
+      const at::Tensor expected = with_bias ? at::addmv(bias, w.t(), x) : at::mv(w.t(), x);
+      EXPECT_TRUE(torch::allclose(y.narrow(0, 0, n), expected, 1e-5, 1e-5)) << with_bias;
+      EXPECT_EQ(y[n].item<float>(), 7.f);
+    }
   }
 }
 
