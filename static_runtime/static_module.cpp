@@ -10,6 +10,7 @@
 
 #include "passes/pipeline.h"
 #include "passes/prepare.h"
+#include "static_runtime/model_loading.h"
 #include "static_runtime/runtime.h"
 
 namespace srt {
@@ -59,7 +60,8 @@ std::unique_ptr<StaticModule> StaticModule::load(const std::string& path,
               "': no such file or not readable");
   torch::jit::Module module;
   try {
-    module = torch::jit::load(path);
+    torch::jit::ExtraFilesMap no_extra_files;
+    module = loadTorchScript(path, no_extra_files);
   } catch (const std::exception& e) {
     const c10::Error* error = dynamic_cast<const c10::Error*>(&e);
     TORCH_CHECK(false, "static_runtime: '", path,

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "static_runtime/model_loading.h"
 #include "tools/usage_error.h"
 
 #ifndef SRT_DEFAULT_MODEL
@@ -70,7 +71,7 @@ ModelFile openModelFile(const std::string& path) {
   ModelFile file{path, {}, {}};
   torch::jit::ExtraFilesMap extra_files{{kExampleInputsKey, ""}};
   try {
-    file.module = torch::jit::load(path, c10::nullopt, extra_files);
+    file.module = loadTorchScript(path, extra_files);
   } catch (const std::exception& error) {
     throw UsageError("'" + path + "' is not a TorchScript archive torch.jit.load can read (" +
                      firstLineOf(error) + "); expected a file written by torch.jit.save");

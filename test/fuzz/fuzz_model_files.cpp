@@ -7,7 +7,9 @@
 //      PyTorchStreamWriter (fresh sizes and CRCs). Without the repair nearly every mutation
 //      would end at a CRC mismatch and no mutated code, pickle or weight would reach the
 //      loader and StaticModule; with it, bytes inserted into or cut from a record count too;
-//   2. [LibTorch] torch::jit::load from memory, with the extra file srt/example_inputs;
+//   2. srt::loadTorchScript from memory (the loader StaticModule::load and srt use): [ours] the
+//      archive's code must parse, then [LibTorch] torch::jit::load, with the extra file
+//      srt/example_inputs;
 //   3. [ours]     StaticModule construction: freezing, preparation, every pass, kernel selection;
 //   4. [ours]     two runs on the example inputs the archive names (when it names valid ones).
 // Every stage must end in success or a c10::Error / std::exception. When a sanitizer reports
@@ -28,6 +30,7 @@
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "fuzz_support.h"
+#include "static_runtime/model_loading.h"
 #include "static_runtime/static_runtime.h"
 #include "tools/input_spec.h"
 
@@ -166,12 +169,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ++g_counts.container_ok;
 
-  g_stage = "2 [LibTorch] torch::jit::load";
+  g_stage = "2 [ours, then LibTorch] srt::loadTorchScript: code parse check, torch::jit::load";
   torch::jit::Module module;
   torch::jit::ExtraFilesMap extra_files{{"srt/example_inputs", ""}};
   try {
     std::istringstream stream(bytes);
-    module = torch::jit::load(stream, c10::nullopt, extra_files);
+    module = srt::loadTorchScript(stream, extra_files);
   } catch (const std::exception&) {
     return 0;
   }
