@@ -78,12 +78,14 @@ torch::jit::Module loadTorchScript(const std::string& path,
   return torch::jit::load(path, c10::nullopt, extra_files);
 }
 
+void checkTorchScriptCode(std::istream& in) {
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  checkCodeParses(reader);
+}
+
 torch::jit::Module loadTorchScript(std::istream& in, torch::jit::ExtraFilesMap& extra_files) {
   const std::streampos start = in.tellg();
-  {
-    caffe2::serialize::PyTorchStreamReader reader(&in);
-    checkCodeParses(reader);
-  }
+  checkTorchScriptCode(in);
   in.clear();
   in.seekg(start);
   return torch::jit::load(in, c10::nullopt, extra_files);

@@ -19,4 +19,8 @@ namespace srt {
 torch::jit::Module loadTorchScript(const std::string& path, torch::jit::ExtraFilesMap& extra_files);
 torch::jit::Module loadTorchScript(std::istream& in, torch::jit::ExtraFilesMap& extra_files);
 
+// The check alone: a c10::Error naming the record and line when some code record of the archive
+// read from `in` does not parse (or when the archive cannot be read).
+void checkTorchScriptCode(std::istream& in);
+
 } // namespace srt
