@@ -25,6 +25,10 @@ struct OneDnnPackedWeight {
   // size, 2-4x the product itself at MLP sizes (K, N <= 128: 0.3-0.7 us with
   // vec::rowTimesMatrix on this project's machines).
   at::Tensor row_weight;
+  // Few outputs only (N < kFewOutputs, e.g. a score or a logit): the weight as linear stores it,
+  // [N, K] contiguous, so each output of each row is one vec::dot. oneDNN pads N to its 16- or
+  // 64-wide blocks there: DeepAndWide's final [64, 51] x [51, 1] took 2.3 us through it.
+  at::Tensor output_rows;
 };
 
 namespace {
@@ -51,6 +55,9 @@ constexpr int64_t kPackingRows = 64;
 // stream from memory either way, and there oneDNN's blocked kernel was faster (K = 2048, N = 256:
 // 24 vs 46 us).
 constexpr int64_t kRowProductMaxFloats = int64_t{1} << 15;
+constexpr int64_t kFewOutputs = 8;
+// Products up to this many multiply-adds run as dot products when N is that small.
+constexpr int64_t kDotProductMaxMultiplyAdds = int64_t{1} << 16;
 
 std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
   const int64_t k = weight.size(0);
@@ -81,6 +88,9 @@ std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
                        vec::kRowTimesMatrixAlignment;
     packed->row_weight = at::zeros({k, ld}, at::kFloat);
     packed->row_weight.narrow(1, 0, n).copy_(plain);
+  }
+  if (n < kFewOutputs) {
+    packed->output_rows = plain.t().contiguous();
   }
   return packed;
 }
@@ -301,14 +311,26 @@ bool runDenseLinear(ProcessedNode& p, const PackedWeight& packed, LinearInputs l
     run_epilogue.alpha = alpha.toDouble();
   }
   const int64_t m = x.numel() / packed.k;
-  if (m == 1 && packed.row_weight.defined()) {
+  const bool dots =
+      packed.output_rows.defined() && m * packed.k * packed.n <= kDotProductMaxMultiplyAdds;
+  if ((m == 1 && packed.row_weight.defined()) || dots) {
     at::Tensor& out = outputTensorLike(p, 0, x);
     at::native::resize_(out, out_sizes);
-    vec::rowTimesMatrix(static_cast<const float*>(x.data_ptr()),
-                        static_cast<const float*>(packed.row_weight.data_ptr()),
-                        packed.row_weight.size(1),
-                        bias == nullptr ? nullptr : static_cast<const float*>(bias->data_ptr()),
-                        static_cast<float*>(out.data_ptr()), packed.k, packed.n);
+    const float* in = static_cast<const float*>(x.data_ptr());
+    const float* b = bias == nullptr ? nullptr : static_cast<const float*>(bias->data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    if (dots) {
+      const float* w = static_cast<const float*>(packed.output_rows.data_ptr());
+      for (int64_t row = 0; row < m; ++row) {
+        for (int64_t j = 0; j < packed.n; ++j) {
+          o[row * packed.n + j] = vec::dot(in + row * packed.k, w + j * packed.k, packed.k) +
+                                  (b == nullptr ? 0.f : b[j]);
+        }
+      }
+    } else {
+      vec::rowTimesMatrix(in, static_cast<const float*>(packed.row_weight.data_ptr()),
+                          packed.row_weight.size(1), b, o, packed.k, packed.n);
+    }
     if (!(run_epilogue.activation == Activation::kNone && !run_epilogue.has_residual)) {
       applyEpilogue(run_epilogue, out, residual == nullptr ? at::Tensor() : *residual);
     }

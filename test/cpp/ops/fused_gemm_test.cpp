@@ -21,10 +21,11 @@ const std::vector<GemmBackend> kBackends{GemmBackend::kOneDnn, GemmBackend::kOpe
 
 // The IR's inputs %w ([24, 16]) and %b ([24]), the last two, replaced by constants: the weight
 // the oneDNN backend pre-packs.
-std::shared_ptr<torch::jit::Graph> withConstantWeights(const std::string& ir) {
+std::shared_ptr<torch::jit::Graph> withConstantWeights(const std::string& ir,
+                                                       int64_t outputs = 24) {
   auto graph = parsedGraph(ir);
   const size_t n = graph->inputs().size();
-  const at::Tensor tensors[] = {torch::randn({24, 16}), torch::randn({24})};
+  const at::Tensor tensors[] = {torch::randn({outputs, 16}), torch::randn({outputs})};
   for (size_t i = 0; i < 2; ++i) {
     const torch::jit::WithInsertPoint start(graph->block()->nodes().front());
     torch::jit::Value* input = graph->inputs()[n - 2];
@@ -76,6 +77,27 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor):
                                xOnly());
 }
 
+// Fewer than 8 outputs: each output of each row is one dot product (ops/gemm_onednn.cpp), up to
+// 64k multiply-adds; above that (the 5000-row set) oneDNN again.
+TEST_P(FusedLinearActivation, FewOutputsMatchUnfusedOps) {
+  for (const int64_t outputs : {1, 3, 7}) {
+    SCOPED_TRACE(outputs);
+    std::vector<GraphInputs> inputs = xOnly();
+    inputs.push_back({torch::randn({5000, 16})});
+    expectEveryBackendMatchesJit(withConstantWeights(R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor):
+  %act : str = prim::Constant[value=")IR" + GetParam() +
+                                                         R"IR("]()
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %false : bool = prim::Constant[value=0]()
+  %y : Tensor = srt::fused_linear(%x, %w, %b, %act, %none, %one, %false)
+  return (%y))IR",
+                                                     outputs),
+                                 inputs);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FusedGemm, FusedLinearActivation,
                          ::testing::Values("none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh",
                                            "silu"));
@@ -112,6 +134,14 @@ TEST(FusedGemm, ResidualInEitherOrderWithAlpha) {
        {torch::randn({2, 3, 16}), torch::randn({3, 24}), torch::randn({3, 1})},
        // A strided residual: the broadcasting path.
        {torch::randn({4, 16}), torch::randn({24, 4}).t(), torch::randn({24})}});
+}
+
+TEST(FusedGemm, FewOutputsWithResiduals) {
+  expectEveryBackendMatchesJit(
+      withConstantWeights(kResiduals, 3),
+      {{torch::randn({5, 16}), torch::randn({5, 3}), torch::randn({3})},
+       {torch::randn({1, 16}), torch::randn({1, 3}), torch::randn({3})},
+       {torch::randn({2, 3, 16}), torch::randn({2, 3, 3}), torch::randn({1, 3})}});
 }
 
 TEST(FusedGemm, FallsBackWhereTheFusedKernelCannotWriteInPlace) {
