@@ -207,7 +207,7 @@ void maxPool2d(ProcessedNode& p) {
 }
 
 // Global average pooling (output 1x1) of contiguous float32 NCHW / CHW with non-empty planes: one
-// mean per plane. ATen's general kernel took 2.6 us for SmallCNN's 16 planes of 12x12.
+// mean per plane. ATen's general kernel took 2.6 us for SmallCNN's 16 planes of 14x14.
 bool globalAvgPoolContiguousFloat(ProcessedNode& p, const at::Tensor& self,
                                   const at::DimVector& output_size) {
   const bool global = output_size.size() == 2 && output_size[0] == 1 && output_size[1] == 1;
@@ -225,10 +225,19 @@ bool globalAvgPoolContiguousFloat(ProcessedNode& p, const at::Tensor& self,
   float* o = floatData(out);
   for (int64_t i = 0; i < planes; ++i) {
     const float* x = in + i * plane;
-    double sum = 0.0; // ATen accumulates float in double too
-    for (int64_t j = 0; j < plane; ++j) {
-      sum += x[j];
+    // In double, as ATen accumulates float; four partial sums, so the adds do not wait on each
+    // other (one chain took 2.3 us for SmallCNN's 16 planes of 196).
+    double sums[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t j = 0;
+    for (; j + 4 <= plane; j += 4) {
+      for (int lane = 0; lane < 4; ++lane) {
+        sums[lane] += x[j + lane];
+      }
     }
+    for (; j < plane; ++j) {
+      sums[0] += x[j];
+    }
+    const double sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
     o[i] = static_cast<float>(sum / static_cast<double>(plane));
   }
   return true;
