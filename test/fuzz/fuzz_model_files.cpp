@@ -46,12 +46,18 @@ struct StageCounts {
          ran = 0;
 } g_counts;
 
-// The serialized code (code/**.py records) of the zoo's archives, the seeds of the corpus.
+// The records LibTorch's loader executes (code/**.py source, and every .pkl: pickles name the
+// classes and functions they call) of the zoo's archives, the seeds of the corpus.
 std::set<std::string> g_known_code;
 
+bool endsWith(const std::string& name, const std::string& suffix) {
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool isCodeRecord(const std::string& name) {
-  return name.rfind("code/", 0) == 0 && name.size() > 3 &&
-         name.compare(name.size() - 3, 3, ".py") == 0;
+  return (name.rfind("code/", 0) == 0 && endsWith(name, ".py")) || endsWith(name, ".pkl") ||
+         endsWith(name, ".debug_pkl");
 }
 
 std::set<std::string> codeRecordsOf(std::istream& in) {
@@ -66,13 +72,15 @@ std::set<std::string> codeRecordsOf(std::istream& in) {
   return code;
 }
 
-// Whether every code record is one of the zoo's, unmutated. Mutated code goes to LibTorch's
-// importer, a compiler that is not hardened against crafted source: past our parse check it
-// crashed on a class constant (ScriptTypeParser::parseClassConstant, SIGSEGV) in the first
-// seconds of a run. Model files are programs; torch.jit.load of a crafted one is no safer than
-// running crafted Python. So cases whose code was mutated stop after our parse check, and
-// mutations of everything else (pickles, constants, weights, example inputs, records and the
-// container) go all the way through LibTorch's loader into StaticModule.
+// Whether every code and pickle record is one of the zoo's, unmutated. LibTorch's loader runs
+// them, and it is not hardened against crafted ones: past our parse check its importer crashed
+// on a malformed class constant (ScriptTypeParser::parseClassConstant), and its unpickler on a
+// pickle that pops an empty stack (Unpickler::readInstruction), each SIGSEGV within minutes.
+// A model file is a program (Python's own pickle documentation: never unpickle untrusted
+// data); torch.jit.load of a crafted one is no safer than running crafted Python. So cases whose
+// code or pickles were mutated stop after our parse check, and mutations of everything else
+// (weights, example inputs and other extra files, record layout, version, the container) go all
+// the way through LibTorch's loader into StaticModule.
 bool codeIsKnown(const std::string& bytes) {
   try {
     std::istringstream stream(bytes);
@@ -88,12 +96,13 @@ bool codeIsKnown(const std::string& bytes) {
 }
 
 void printCounts() {
-  std::fprintf(stderr,
-               "fuzz_model_files: %zu cases: container valid %zu (after repair %zu), code "
-               "mutated (parse-checked only) %zu, torch::jit::load ok %zu, StaticModule built "
-               "%zu, ran on example inputs %zu\n",
-               g_counts.cases, g_counts.container_ok, g_counts.repaired, g_counts.code_mutated,
-               g_counts.loaded, g_counts.built, g_counts.ran);
+  std::fprintf(
+      stderr,
+      "fuzz_model_files: %zu cases: container valid %zu (after repair %zu), code "
+      "or pickles mutated (parse-checked only) %zu, torch::jit::load ok %zu, StaticModule built "
+      "%zu, ran on example inputs %zu\n",
+      g_counts.cases, g_counts.container_ok, g_counts.repaired, g_counts.code_mutated,
+      g_counts.loaded, g_counts.built, g_counts.ran);
 }
 
 uint16_t little16(const std::string& bytes, size_t at) {
