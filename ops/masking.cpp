@@ -58,8 +58,11 @@ std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) 
     const auto options =
         dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
     at::Tensor& out = contiguousOutput(p, 0, self.sizes(), options);
-    // All-zero bits are zero for every dense dtype.
-    std::memset(out.data_ptr(), 0, out.nbytes());
+    // All-zero bits are zero for every dense dtype. An empty output may have no storage at all
+    // (a null data pointer, which memset must not be given even for 0 bytes: UBSan).
+    if (out.nbytes() > 0) {
+      std::memset(out.data_ptr(), 0, out.nbytes());
+    }
   };
 }
 
