@@ -212,7 +212,20 @@ int main(int argc, char** argv) {
   std::printf("\n  results: %zu mismatches, %zu errors\n", totals.mismatches.load(),
               totals.errors.load());
 
-  const bool flat = growth_percent <= options.tolerance_percent;
+  // Under AddressSanitizer freed memory waits in a quarantine (256 MB by default) before reuse,
+  // so RSS climbs until the quarantine is full whatever the program does: measured, +17% over a
+  // 5,000-run soak that is flat without ASan. There the growth is reported, not judged; leaks
+  // are LeakSanitizer's to find, at exit.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr bool kRssIsMeaningful = false;
+#else
+  constexpr bool kRssIsMeaningful = true;
+#endif
+  const bool flat = !kRssIsMeaningful || growth_percent <= options.tolerance_percent;
+  if (!kRssIsMeaningful) {
+    std::printf("  (AddressSanitizer build: its quarantine grows RSS by design; growth not judged)
+");
+  }
   if (!flat) {
     std::printf("srt_soak: FAIL: RSS grew by %.3f%% > %.3f%%\n", growth_percent,
                 options.tolerance_percent);
