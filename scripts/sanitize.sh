@@ -32,12 +32,13 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_init
 export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:history_size=4:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 cd "$build_dir"
-# The tests the caller selected; the Python suite runs apart, with the runtime preloaded.
+# The tests the caller selected, split by the "python" label: those run /usr/bin/python3.
 mapfile -t selected < <(ctest -N "$@" 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p')
+mapfile -t with_python < <(ctest -N -L '^python$' 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p')
 native=()
-python=0
+python=()
 for name in "${selected[@]}"; do
-  if [ "$name" = python_tests ]; then python=1; else native+=("$name"); fi
+  if printf '%s\n' "${with_python[@]}" | grep -qx "$name"; then python+=("$name"); else native+=("$name"); fi
 done
 
 status=0
@@ -47,15 +48,19 @@ if [ ${#native[@]} -gt 0 ]; then
   ctest --output-on-failure --timeout 7200 "$@" -R "$regex" || status=1
 fi
 
-if [ $python -eq 1 ]; then
+if [ ${#python[@]} -gt 0 ]; then
   # /usr/bin/python3 is not instrumented: the runtime the extension was linked with must be loaded
-  # before anything else, or ASan refuses to start and TSan's interceptors lose to libc's.
+  # before anything else, or ASan refuses to start and TSan's interceptors lose to libc's; and
+  # libstdc++ with it, or the runtime finds no __cxa_throw to intercept when it starts (Python
+  # itself does not link libstdc++) and aborts at the first C++ exception.
   runtime=$(ldd libstatic_runtime.so | awk -v lib="$runtime_lib" 'index($1, lib) == 1 {print $3}')
+  libstdcxx=$(ldd libstatic_runtime.so | awk 'index($1, "libstdc++") == 1 {print $3}')
   # Under ASan, leak checking is off for Python only: the interpreter, torch and numpy keep their
   # module-level allocations at exit by design, and their stacks (uninstrumented, no frame
   # pointers) cannot be told apart from ours. Leaks in our code are checked by the C++ suite.
-  ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}" \
-    ctest --output-on-failure --timeout 7200 "$@" -R '^python_tests$' || status=1
+  regex="^($(IFS='|'; echo "${python[*]}"))\$"
+  ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$runtime $libstdcxx${LD_PRELOAD:+ $LD_PRELOAD}" \
+    ctest --output-on-failure --timeout 7200 "$@" -R "$regex" || status=1
 fi
 echo "sanitize.sh: $sanitizer: $([ $status -eq 0 ] && echo clean || echo FAILED) in $((SECONDS - start)) s"
 exit $status
