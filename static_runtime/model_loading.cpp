@@ -19,9 +19,11 @@ bool isCodeRecord(const std::string& name) {
 
 // The top level of a serialized code file as LibTorch's SourceImporter reads it: an optional
 // op_version_set line, then imports, classes and functions.
-void parseCodeRecord(const std::string& name, std::string text) {
+void parseCodeRecord(const std::string& name, c10::string_view text) {
   using namespace torch::jit;
-  auto source = std::make_shared<Source>(std::move(text), name, /*starting_line_no=*/1);
+  // Not copied: the record outlives the parser, and the archive's code can be large.
+  auto source =
+      std::make_shared<Source>(text, name, /*starting_line_no=*/1, nullptr, Source::DONT_COPY);
   Parser parser(source);
   Lexer& lexer = parser.lexer();
   if (lexer.cur().kind == TK_IDENT && lexer.cur().text() == "op_version_set") {
@@ -60,7 +62,7 @@ void checkCodeParses(caffe2::serialize::PyTorchStreamReader& reader) {
     }
     auto [data, size] = reader.getRecord(name);
     try {
-      parseCodeRecord(name, std::string(static_cast<const char*>(data.get()), size));
+      parseCodeRecord(name, c10::string_view(static_cast<const char*>(data.get()), size));
     } catch (const std::exception& error) {
       TORCH_CHECK(false, "the archive's code does not parse (", name, "): ", error.what());
     }

@@ -223,8 +223,8 @@ int main(int argc, char** argv) {
 #endif
   const bool flat = !kRssIsMeaningful || growth_percent <= options.tolerance_percent;
   if (!kRssIsMeaningful) {
-    std::printf("  (AddressSanitizer build: its quarantine grows RSS by design; growth not judged)
-");
+    std::printf(
+        "  (AddressSanitizer build: its quarantine grows RSS by design; growth not judged)\n");
   }
   if (!flat) {
     std::printf("srt_soak: FAIL: RSS grew by %.3f%% > %.3f%%\n", growth_percent,
