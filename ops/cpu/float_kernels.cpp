@@ -246,7 +246,7 @@ void softmaxRow(float* x, int64_t n) {
 }
 
 // One row of layer norm: mean and biased variance over the row (two passes, so no cancellation),
-// then (x * rstd - mean * rstd) * gamma + beta as ATen's LayerNormKernel writes it.
+// then (x - mean) * rstd * gamma + beta.
 void layerNormRow(const float* x, const float* gamma, const float* beta, float eps, float* out,
                   int64_t n) {
   const float mean = sumOf(x, n) / static_cast<float>(n);
@@ -262,20 +262,23 @@ void layerNormRow(const float* x, const float* gamma, const float* beta, float e
     variance_sum += (x[i] - mean) * (x[i] - mean);
   }
   const float rstd = 1.f / std::sqrt(std::max(variance_sum / static_cast<float>(n), 0.f) + eps);
+  // (x - mean) * rstd, not ATen's x * rstd - mean * rstd: the compiler may fuse the latter into
+  // one FMA whose unrounded product no longer cancels, which left 1e-4 where a one-element row
+  // must give 0 (seen in the -O1 sanitizer build); the difference is one rounding.
   const Vec scale(rstd);
-  const Vec shift(-mean * rstd);
   if (gamma != nullptr && beta != nullptr) {
     loop(
-        out, n, [&](Vec v, Vec g, Vec b) { return (v * scale + shift) * g + b; }, x, gamma, beta);
+        out, n, [&](Vec v, Vec g, Vec b) { return ((v - mean_vec) * scale) * g + b; }, x, gamma,
+        beta);
   } else if (gamma != nullptr) {
     loop(
-        out, n, [&](Vec v, Vec g) { return (v * scale + shift) * g; }, x, gamma);
+        out, n, [&](Vec v, Vec g) { return ((v - mean_vec) * scale) * g; }, x, gamma);
   } else if (beta != nullptr) {
     loop(
-        out, n, [&](Vec v, Vec b) { return v * scale + shift + b; }, x, beta);
+        out, n, [&](Vec v, Vec b) { return (v - mean_vec) * scale + b; }, x, beta);
   } else {
     loop(
-        out, n, [&](Vec v) { return v * scale + shift; }, x);
+        out, n, [&](Vec v) { return (v - mean_vec) * scale; }, x);
   }
 }
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <torch/csrc/jit/ir/irparser.h>
 #include <utility>
 #include <vector>
-#include <torch/csrc/jit/ir/irparser.h>
 
 #include "ops/op_test_helpers.h"
 #include "ops/processed_node.h"
@@ -168,8 +168,8 @@ TEST(RowKernels, RowTimesMatrixMatchesAten) {
       // One float past the end must stay untouched.
       at::Tensor y = torch::full({n + 1}, 7.f);
       ops::vec::rowTimesMatrix(x.data_ptr<float>(), padded.data_ptr<float>(), ld,
-                               with_bias ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(),
-                               k, n);
+                               with_bias ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), k,
+                               n);
       const at::Tensor expected = with_bias ? at::addmv(bias, w.t(), x) : at::mv(w.t(), x);
       EXPECT_TRUE(torch::allclose(y.narrow(0, 0, n), expected, 1e-5, 1e-5)) << with_bias;
       EXPECT_EQ(y[n].item<float>(), 7.f);
@@ -190,6 +190,14 @@ TEST(RowKernels, LayerNormRowsMatchesAten) {
                               out.data_ptr<float>(), 9, n);
       const at::Tensor expected =
           affine ? at::layer_norm(x, {n}, gamma, beta, 1e-5) : at::layer_norm(x, {n}, {}, {}, 1e-5);
+      if (n == 1) {
+        // One element is its own mean: exactly beta (or 0). ATen's x * rstd - mean * rstd, its
+        // multiply fused into an FMA, leaves up to ~1e-4 of rounding there (rstd = 316).
+        const at::Tensor exact = affine ? beta.expand({9, 1}) : torch::zeros({9, 1});
+        EXPECT_TRUE(torch::equal(out, exact)) << "affine " << affine << "\n" << out;
+        EXPECT_TRUE(torch::allclose(out, expected, 0, 1e-3)) << "affine " << affine;
+        continue;
+      }
       EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-5)) << "affine " << affine;
     }
   }
