@@ -64,17 +64,21 @@ std::vector<GraphInputs> xOnly() {
 
 class FusedLinearActivation : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(FusedLinearActivation, MatchesUnfusedOps) {
-  expectEveryBackendMatchesJit(withConstantWeights(R"IR(
+// One srt::fused_linear with the test's activation, no residual.
+std::string activationGraph(const std::string& activation) {
+  return R"IR(
 graph(%x : Tensor, %w : Tensor, %b : Tensor):
-  %act : str = prim::Constant[value=")IR" + GetParam() +
-                                                   R"IR("]()
+  %act : str = prim::Constant[value=")IR" +
+         activation + R"IR("]()
   %none : NoneType = prim::Constant()
   %one : int = prim::Constant[value=1]()
   %false : bool = prim::Constant[value=0]()
   %y : Tensor = srt::fused_linear(%x, %w, %b, %act, %none, %one, %false)
-  return (%y))IR"),
-                               xOnly());
+  return (%y))IR";
+}
+
+TEST_P(FusedLinearActivation, MatchesUnfusedOps) {
+  expectEveryBackendMatchesJit(withConstantWeights(activationGraph(GetParam())), xOnly());
 }
 
 // Fewer than 8 outputs: each output of each row is one dot product (ops/gemm_onednn.cpp), up to
@@ -84,17 +88,7 @@ TEST_P(FusedLinearActivation, FewOutputsMatchUnfusedOps) {
     SCOPED_TRACE(outputs);
     std::vector<GraphInputs> inputs = xOnly();
     inputs.push_back({torch::randn({5000, 16})});
-    expectEveryBackendMatchesJit(withConstantWeights(R"IR(
-graph(%x : Tensor, %w : Tensor, %b : Tensor):
-  %act : str = prim::Constant[value=")IR" + GetParam() +
-                                                         R"IR("]()
-  %none : NoneType = prim::Constant()
-  %one : int = prim::Constant[value=1]()
-  %false : bool = prim::Constant[value=0]()
-  %y : Tensor = srt::fused_linear(%x, %w, %b, %act, %none, %one, %false)
-  return (%y))IR",
-                                                     outputs),
-                                 inputs);
+    expectEveryBackendMatchesJit(withConstantWeights(activationGraph(GetParam()), outputs), inputs);
   }
 }
 
