@@ -174,61 +174,52 @@ float sumOf(const float* x, int64_t n) {
   return at::vec::reduce_all<float>([](Vec a, Vec b) { return a + b; }, x, n);
 }
 
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+constexpr float kLowestExpInput = -87.33654f; // exp of it is the smallest normal float
+
+// p * 2^n for whole-number n in [-126, 0], and 0 where x is below kLowestExpInput; NaN lanes of x
+// keep p's NaN (the unordered compare keeps them).
+Vec scaleByPowerOfTwo(Vec p, Vec n, Vec x) {
+#if defined(CPU_CAPABILITY_AVX512)
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kLowestExpInput), _CMP_NLT_UQ);
+  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+#else
+  // 2^n built in the exponent field.
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kLowestExpInput), _CMP_NLT_UQ);
+  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(exponent)), keep);
+#endif
+}
+#endif
+
 // exp(x) for softmax, whose inputs are x - max <= 0: Cephes' expf (round-to-nearest range
 // reduction by ln 2 in two parts, a degree-5 polynomial, scaling by 2^n), within 2 ulp of expf.
 // ATen's Sleef exp (1 ulp) took 3 cycles per float on this project's machines, as long as the
 // attention GEMMs around it; this takes about 1. Inputs below -87.3 (masked keys among them) give
 // exactly 0, NaN stays NaN. The capability without intrinsics uses ATen's exp.
-Vec expForSoftmax(Vec v) {
+Vec expForSoftmax(Vec x) {
 #if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
-  constexpr float kLowest = -87.33654f; // exp of it is the smallest normal float
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2High = 0.693359375f;
   constexpr float kLn2Low = -2.12194440e-4f;
   constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
                   kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
-#if defined(CPU_CAPABILITY_AVX512)
-  const __m512 x = v;
-  // max/min return their second operand when one is NaN: x, so NaN goes through.
-  const __m512 clamped =
-      _mm512_min_ps(_mm512_set1_ps(0.f), _mm512_max_ps(_mm512_set1_ps(kLowest), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(clamped, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), clamped);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), r);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kP0), r, _mm512_set1_ps(kP1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP5));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-  const __m512 scaled = _mm512_scalef_ps(p, n);
-  // Below the normal range: 0 (not NaN, so the unordered compare keeps NaN lanes).
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kLowest), _CMP_NLT_UQ);
-  return _mm512_maskz_mov_ps(keep, scaled);
+  using at::vec::fmadd;
+  // ATen's maximum/minimum propagate NaN.
+  const Vec clamped = at::vec::minimum(Vec(0.f), at::vec::maximum(Vec(kLowestExpInput), x));
+  const Vec n = (clamped * Vec(kLog2e)).round(); // to nearest
+  Vec r = fmadd(n, Vec(-kLn2High), clamped);
+  r = fmadd(n, Vec(-kLn2Low), r);
+  Vec p = fmadd(Vec(kP0), r, Vec(kP1));
+  p = fmadd(p, r, Vec(kP2));
+  p = fmadd(p, r, Vec(kP3));
+  p = fmadd(p, r, Vec(kP4));
+  p = fmadd(p, r, Vec(kP5));
+  p = fmadd(p * r, r, r + Vec(1.f));
+  return scaleByPowerOfTwo(p, n, x);
 #else
-  const __m256 x = v;
-  const __m256 clamped =
-      _mm256_min_ps(_mm256_set1_ps(0.f), _mm256_max_ps(_mm256_set1_ps(kLowest), x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), clamped);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kP0), r, _mm256_set1_ps(kP1));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
-  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.f)));
-  // 2^n built in the exponent field: n is in [-126, 0] after the clamp.
-  const __m256i exponent =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 scaled = _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kLowest), _CMP_NLT_UQ);
-  return _mm256_and_ps(scaled, keep);
-#endif
-#else
-  return v.exp();
+  return x.exp();
 #endif
 }
 
