@@ -59,6 +59,9 @@ if [ ${#python[@]} -gt 0 ]; then
   # module-level allocations at exit by design, and their stacks (uninstrumented, no frame
   # pointers) cannot be told apart from ours. Leaks in our code are checked by the C++ suite.
   regex="^($(IFS='|'; echo "${python[*]}"))\$"
+  # pytest captures file descriptor 2 around each test and a sanitizer that halts the process
+  # takes its report with it: capture only Python's sys.stderr so the report reaches ctest.
+  PYTEST_ADDOPTS="--capture=sys${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}" \
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$runtime $libstdcxx${LD_PRELOAD:+ $LD_PRELOAD}" \
     ctest --output-on-failure --timeout 7200 "$@" -R "$regex" || status=1
 fi
