@@ -42,17 +42,17 @@ bool writtenInPlace(const torch::jit::Value* value) {
 }
 
 // Copies `self` into the node's output with `dtype`. `memory_format` contiguous gives a
-// contiguous result; otherwise (None: preserve) the input's suggested layout is kept, so
-// channels-last stays channels-last. Other strided layouts come out contiguous: equal values,
-// possibly different strides than the JIT's result.
+// contiguous result; otherwise (None: preserve) the result has the JIT's strides.
 void copyInto(ProcessedNode& p, const at::Tensor& self, at::ScalarType dtype,
               bool force_contiguous) {
   TORCH_CHECK(self.device().is_cpu(), "static_runtime: ", p.node()->kind().toQualString(),
               " expects a CPU tensor, got one on ", self.device());
   at::Tensor& out = outputTensor(p, 0, self.options().dtype(dtype));
-  const at::MemoryFormat format =
-      force_contiguous ? at::MemoryFormat::Contiguous : self.suggest_memory_format();
-  at::native::resize_(out, self.sizes(), format);
+  if (force_contiguous) {
+    at::native::resize_(out, self.sizes());
+  } else {
+    resizePreservingLayout(out, self);
+  }
   at::native::copy_(out, self, /*non_blocking=*/false);
 }
 

@@ -127,7 +127,7 @@ void toMaybeCopy(ProcessedNode& p) {
     return; // output 0 is left as it is: srt::select_tensor ignores it
   }
   at::Tensor& out = outputTensor(p, 0, self.options().dtype(dtype));
-  at::native::resize_(out, self.sizes(), self.suggest_memory_format());
+  resizePreservingLayout(out, self);
   at::native::copy_(out, self, /*non_blocking=*/false);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/resize_native.h>
 #include <c10/core/CPUAllocator.h>
 
 #include "ops/processed_node.h"
@@ -49,6 +50,19 @@ inline at::Tensor& outputTensor(ProcessedNode& p, size_t i, const at::TensorOpti
 // outputTensor with the options (dtype, device) of `like`.
 inline at::Tensor& outputTensorLike(ProcessedNode& p, size_t i, const at::Tensor& like) {
   return outputTensor(p, i, like.options());
+}
+
+// Sizes `out` like `self` the way memory_format=preserve lays out a copy (aten::to, clone,
+// empty_like): with `self`'s strides when it is dense and non-overlapping (a transposed or
+// channels-last input keeps its layout, which decides how later kernels read it and, for reduced
+// precision, what they compute), else in `self`'s suggested memory format.
+inline void resizePreservingLayout(at::Tensor& out, const at::Tensor& self) {
+  if (self.is_non_overlapping_and_dense()) {
+    at::native::resize_(out, self.sizes()); // the same number of bytes as any dense layout
+    out.unsafeGetTensorImpl()->set_sizes_and_strides(self.sizes(), self.strides());
+  } else {
+    at::native::resize_(out, self.sizes(), self.suggest_memory_format());
+  }
 }
 
 } // namespace srt::ops

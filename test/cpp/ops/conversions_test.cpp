@@ -97,6 +97,42 @@ def forward(self, x):
   expectMatchesJit(source, {{{torch::randn({1, 3, 2, 2})}}, {{torch::randn({2, 2, 3, 1})}}});
 }
 
+// memory_format=preserve (the default of to, type_as and clone) keeps a dense input's strides, as
+// the JIT does: a transposed bfloat16 operand must reach a later matmul transposed, or ATen's
+// bfloat16 GEMM rounds differently. A non-dense input gets its suggested layout, also as the JIT.
+// Run twice per layout, so the second run restrides the reused output.
+TEST(Conversions, PreserveKeepsTheJitsStrides) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.to(7), x.to(6, copy=True), x.clone(), x.type_as(x.to(7)), x.contiguous()
+)JIT";
+  expectKinds(source, {{"aten::to", KernelKind::kOutVariant},
+                       {"aten::clone", KernelKind::kOutVariant},
+                       {"aten::type_as", KernelKind::kOutVariant}});
+  torch::jit::Module jit = scriptModule(source);
+  StaticModule module(jit);
+  StaticRuntime runtime(module);
+  const std::vector<torch::Tensor> layouts = {
+      torch::randn({4, 3}).t(),
+      torch::randn({2, 3, 4}).permute({2, 0, 1}),
+      torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({6, 4}).slice(0, 0, 6, 2), // not dense
+      torch::randn({3, 5})};
+  for (const torch::Tensor& x : layouts) {
+    for (int run = 0; run < 2; ++run) {
+      auto expected = jit.forward({x}).toTupleRef().elements();
+      auto actual = runtime({x}).toTupleRef().elements();
+      ASSERT_EQ(expected.size(), actual.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const at::Tensor& want = expected[i].toTensor();
+        const at::Tensor& got = actual[i].toTensor();
+        EXPECT_EQ(want.strides(), got.strides()) << "output " << i << ", input strides " << x.strides();
+        EXPECT_TRUE(torch::equal(want, got)) << "output " << i;
+      }
+    }
+  }
+}
+
 // The output of an out-variant conversion that is not returned is reused from run to run.
 TEST(Conversions, IntermediateOutputIsReused) {
   StaticModule module(scriptModule(R"JIT(

@@ -92,6 +92,29 @@ graph(%x : Tensor, %other : Tensor):
       noPasses());
 }
 
+// A copy made by to_maybe_copy has the strides aten::to gives it: the input's, when dense.
+TEST(CopyVariantKernels, ToMaybeCopyKeepsTheInputsStrides) {
+  auto graph = parsedGraph(R"IR(
+graph(%x : Tensor):
+  %double : int = prim::Constant[value=7]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %c : Tensor, %copied : bool = srt::to_maybe_copy(%x, %double, %none, %false)
+  %y : Tensor = srt::select_tensor(%x, %c, %copied)
+  return (%y)
+)IR");
+  StaticModule module(graph, noPasses());
+  StaticRuntime runtime(module);
+  for (const torch::Tensor& x : {torch::randn({4, 3}).t(), torch::randn({2, 3, 4}).permute({1, 2, 0}),
+                                 torch::randn({3, 4})}) {
+    for (int run = 0; run < 2; ++run) {
+      const at::Tensor y = runtime({x}).toTensor();
+      EXPECT_EQ(y.strides(), x.strides());
+      EXPECT_TRUE(torch::equal(y, x.to(torch::kFloat64)));
+    }
+  }
+}
+
 TEST(CopyVariantKernels, ReshapeMaybeCopyCopiesOnlyWithoutAView) {
   auto graph = parsedGraph(R"IR(
 graph(%x : Tensor):
