@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
+#include <torch/csrc/jit/passes/graph_rewrite_helper.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/remove_dropout.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>
@@ -64,6 +65,9 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   // Eval-mode dropout is the identity; left in, its schema would tell AliasDb its output is a
   // fresh tensor when it is the input itself.
   torch::jit::removeDropout(graph);
+  // Traced models call aten::_convolution; as conv1d/2d/3d or conv_transpose (its flags are
+  // constants by now) they reach our convolution kernels and conv-batch_norm folding.
+  torch::jit::graph_rewrite_helper::replaceConvolutionWithAtenConv(graph);
   torch::jit::EliminateDeadCode(graph);
   return graph;
 }

@@ -76,6 +76,30 @@ TEST(Prepare, RemovesMutationWhereSafe) {
   EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
 }
 
+// What torch.jit.trace records for nn.Conv2d and nn.ConvTranspose2d: aten::_convolution, which
+// preparation turns into the ops our kernels and conv-batch_norm folding take.
+TEST(Prepare, TracedConvolutionsBecomeConvOps) {
+  torch::jit::Module module("TracedConvs");
+  module.register_parameter("weight", torch::randn({4, 3, 3, 3}), /*is_buffer=*/false);
+  module.register_parameter("bias", torch::randn({4}), /*is_buffer=*/false);
+  module.register_parameter("up_weight", torch::randn({4, 2, 2, 2}), /*is_buffer=*/false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch._convolution(x, self.weight, self.bias, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                           False, False, True, True)
+    return torch._convolution(y, self.up_weight, None, [2, 2], [0, 0], [1, 1], True, [0, 0], 1,
+                              False, False, True, True)
+)JIT");
+  module.eval();
+  passes::PreparedGraph prepared = passes::prepareModule(module);
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::_convolution")));
+  EXPECT_TRUE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::conv2d")));
+  EXPECT_TRUE(
+      containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::conv_transpose2d")));
+  expectMatchesJit(module, {{{torch::randn({1, 3, 8, 8})}}, {{torch::randn({2, 3, 5, 7})}}}, {},
+                   1e-4);
+}
+
 // Found by fuzzing (test/fuzz/corpus/inputs/regression-inplace-mul-promotion): an in-place op
 // keeps self's dtype; rewritten out of place, x.mul_(y) took y's dtype when y's won promotion.
 TEST(Prepare, KeepsInPlaceOpsWhoseTensorOperandCouldPromote) {
