@@ -1,5 +1,6 @@
 // Masks as attention code builds them: logical_or of padding and causal masks, masked_fill of
-// scores, zeros_like for an additive mask. Out-variant kernels into last run's tensor.
+// scores, zeros_like for an additive mask, tril/triu for a causal one. Out-variant kernels into
+// last run's tensor.
 #include <cstring>
 
 #include <ATen/CPUFunctions.h>
@@ -66,8 +67,17 @@ std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) 
   };
 }
 
+// tril / triu(self, diagonal=0): a causal mask built from the sequence length.
+template <at::Tensor& (*TriangleOut)(at::Tensor&, const at::Tensor&, int64_t)>
+void triangle(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  TriangleOut(outputTensorLike(p, 0, self), self, p.input(1).toInt());
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::tril", kOutVariant, tensorOverload<triangle<at::cpu::tril_out>>);
+SRT_REGISTER_KERNEL("aten::triu", kOutVariant, tensorOverload<triangle<at::cpu::triu_out>>);
 SRT_REGISTER_KERNEL("aten::logical_or", kOutVariant, tensorOverload<logicalOr>);
 SRT_REGISTER_KERNEL("aten::masked_fill", kOutVariant, [](const Node* node, const KernelOptions&) {
   return kernelForOverload(node, {{"Scalar", maskedFillScalar}, {"Tensor", maskedFillTensor}});
