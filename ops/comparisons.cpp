@@ -40,8 +40,8 @@ template <const Comparison& kOp> void compareWithScalar(ProcessedNode& p) {
 // tensor ops.
 template <const Comparison& kOp>
 std::optional<KernelFunction> comparison(const torch::jit::Node* node, const KernelOptions&) {
-  return kernelForOverload(node,
-                           {{"Tensor", compareWithTensor<kOp>}, {"Scalar", compareWithScalar<kOp>}});
+  return kernelForOverload(
+      node, {{"Tensor", compareWithTensor<kOp>}, {"Scalar", compareWithScalar<kOp>}});
 }
 
 } // namespace

@@ -113,8 +113,7 @@ def forward(self, x):
   StaticModule module(jit);
   StaticRuntime runtime(module);
   const std::vector<torch::Tensor> layouts = {
-      torch::randn({4, 3}).t(),
-      torch::randn({2, 3, 4}).permute({2, 0, 1}),
+      torch::randn({4, 3}).t(), torch::randn({2, 3, 4}).permute({2, 0, 1}),
       torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({6, 4}).slice(0, 0, 6, 2), // not dense
       torch::randn({3, 5})};
@@ -126,7 +125,8 @@ def forward(self, x):
       for (size_t i = 0; i < expected.size(); ++i) {
         const at::Tensor& want = expected[i].toTensor();
         const at::Tensor& got = actual[i].toTensor();
-        EXPECT_EQ(want.strides(), got.strides()) << "output " << i << ", input strides " << x.strides();
+        EXPECT_EQ(want.strides(), got.strides())
+            << "output " << i << ", input strides " << x.strides();
         EXPECT_TRUE(torch::equal(want, got)) << "output " << i;
       }
     }

@@ -105,8 +105,9 @@ graph(%x : Tensor):
 )IR");
   StaticModule module(graph, noPasses());
   StaticRuntime runtime(module);
-  for (const torch::Tensor& x : {torch::randn({4, 3}).t(), torch::randn({2, 3, 4}).permute({1, 2, 0}),
-                                 torch::randn({3, 4})}) {
+  for (const torch::Tensor& x :
+       {torch::randn({4, 3}).t(), torch::randn({2, 3, 4}).permute({1, 2, 0}),
+        torch::randn({3, 4})}) {
     for (int run = 0; run < 2; ++run) {
       const at::Tensor y = runtime({x}).toTensor();
       EXPECT_EQ(y.strides(), x.strides());

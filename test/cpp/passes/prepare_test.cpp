@@ -92,7 +92,8 @@ def forward(self, x):
 )JIT");
   module.eval();
   passes::PreparedGraph prepared = passes::prepareModule(module);
-  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::_convolution")));
+  EXPECT_FALSE(
+      containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::_convolution")));
   EXPECT_TRUE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::conv2d")));
   EXPECT_TRUE(
       containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::conv_transpose2d")));
