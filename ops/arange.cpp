@@ -4,7 +4,7 @@
 #include <c10/core/DefaultDtype.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/out_variant.h"
+#include "ops/fast_path.h"
 #include "ops/processed_node.h"
 #include "ops/registry.h"
 #include "ops/schema_match.h"
@@ -20,7 +20,7 @@ at::ScalarType resultType(const c10::IValue& dtype, const at::Scalar& start, con
     return dtype.toScalarType();
   }
   const bool integral = start.isIntegral(true) && end.isIntegral(true) && step.isIntegral(true);
-  return integral ? at::kLong : c10::typeMetaToScalarType(c10::get_default_dtype());
+  return integral ? at::kLong : defaultDtype();
 }
 
 // `options` is the index of the dtype argument; layout, device and pin_memory follow it.

@@ -94,12 +94,27 @@ inline float wrappedScalarAsFloat(const c10::Scalar& scalar) {
   return static_cast<float>(scalar.toLong());
 }
 
+// torch.get_default_dtype() as a ScalarType: what factories and promotions of integers give.
+inline at::ScalarType defaultDtype() {
+  return c10::typeMetaToScalarType(c10::get_default_dtype());
+}
+
 // The dtype of ops that compute in floating point (sigmoid, exp, true division, ...): integers
 // and bool promote to the default dtype.
 inline at::ScalarType floatingResultType(at::ScalarType type) {
-  return c10::isIntegralType(type, /*includeBool=*/true)
-             ? c10::typeMetaToScalarType(c10::get_default_dtype())
-             : type;
+  return c10::isIntegralType(type, /*includeBool=*/true) ? defaultDtype() : type;
+}
+
+// True when the node's inputs from `first` on are all None in the graph: a factory's layout,
+// device and pin_memory (and memory_format) arguments. Kernels that make CPU tensors decline
+// anything else; other placements are not this runtime's to make.
+inline bool noneFrom(const torch::jit::Node* node, size_t first) {
+  for (size_t i = first; i < node->inputs().size(); ++i) {
+    if (!node->input(i)->type()->cast<c10::NoneType>()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // A one-input op: the float32 loop `kOp` when `x` allows it, else ATen's `AtenOut(out, x)`.

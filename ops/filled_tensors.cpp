@@ -20,23 +20,20 @@ at::ScalarType fullDtype(const c10::Scalar& fill_value) {
   if (fill_value.isIntegral(/*includeBool=*/false)) {
     return at::kLong;
   }
-  const at::ScalarType default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
   if (fill_value.isComplex()) {
-    return default_dtype == at::kDouble ? at::kComplexDouble : at::kComplexFloat;
+    return defaultDtype() == at::kDouble ? at::kComplexDouble : at::kComplexFloat;
   }
-  return default_dtype;
+  return defaultDtype();
 }
 
 void fillOutput(ProcessedNode& p, at::ScalarType dtype, const c10::Scalar& value) {
-  const c10::IValue& size = p.input(0);
-  const at::DimVector sizes = size.toDimVector();
+  const at::DimVector sizes = p.input(0).toDimVector();
   at::detail::check_size_nonnegative(sizes);
   contiguousOutput(p, 0, sizes, at::TensorOptions().dtype(dtype)).fill_(value);
 }
 
 at::ScalarType dtypeOrDefault(const c10::IValue& dtype) {
-  return dtype.isNone() ? c10::typeMetaToScalarType(c10::get_default_dtype())
-                        : dtype.toScalarType();
+  return dtype.isNone() ? defaultDtype() : dtype.toScalarType();
 }
 
 void zeros(ProcessedNode& p) {
@@ -54,18 +51,14 @@ void full(ProcessedNode& p) {
 }
 
 // (size, [fill_value,] *, dtype, layout, device, pin_memory): declines a layout, device or
-// pin_memory, as zeros_like does: other placements are not this runtime's to make.
+// pin_memory, as zeros_like does.
 template <void (*Kernel)(ProcessedNode&)>
 std::optional<KernelFunction> filled(const Node* node, size_t first_placement_input) {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (schema == nullptr || !schema->overload_name().empty() ||
-      node->inputs().size() != first_placement_input + 3) {
-    return std::nullopt; // zeros.names, full.out ...
-  }
-  for (size_t i = first_placement_input; i < node->inputs().size(); ++i) {
-    if (!node->input(i)->type()->cast<c10::NoneType>()) {
-      return std::nullopt;
-    }
+      node->inputs().size() != first_placement_input + 3 ||
+      !noneFrom(node, first_placement_input)) {
+    return std::nullopt; // zeros.names, full.out, a device ...
   }
   return KernelFunction(Kernel);
 }

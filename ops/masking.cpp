@@ -48,10 +48,8 @@ void maskedFillTensor(ProcessedNode& p) {
 // zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None).
 // Declines anything but a dtype: other placements are not this runtime's to make.
 std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) {
-  for (size_t i = 2; i < node->inputs().size(); ++i) {
-    if (!node->input(i)->type()->cast<c10::NoneType>()) {
-      return std::nullopt;
-    }
+  if (!noneFrom(node, 2)) {
+    return std::nullopt;
   }
   return [](ProcessedNode& p) {
     const at::Tensor& self = p.input(0).toTensor();
