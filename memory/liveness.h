@@ -22,8 +22,9 @@ struct ValueLifetime {
 };
 
 // Lifetimes of `values` (each produced by a top-level node): from the producing step to the last
-// step that uses the value or anything that may alias it (a view keeps its base alive, a list
-// keeps its elements alive).
+// step that uses the value or anything that may hold it (a view keeps its base alive; a list,
+// tuple or dict keeps what was stored into it alive, however it was stored, and so does every
+// container derived from it and every element read back out).
 std::vector<ValueLifetime> computeLifetimes(const torch::jit::Graph& graph,
                                             const std::vector<const torch::jit::Value*>& values,
                                             const torch::jit::AliasDb& alias_db);
