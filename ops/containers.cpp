@@ -11,19 +11,25 @@ namespace {
 
 using torch::jit::Node;
 
-std::optional<KernelFunction> tupleConstruct(const Node* node, const KernelOptions&) {
-  // Named tuples carry a type the plain construction would lose.
-  if (node->output()->type()->expectRef<c10::TupleType>().name()) {
-    return std::nullopt;
+std::vector<c10::IValue> inputsOf(ProcessedNode& p) {
+  std::vector<c10::IValue> elements;
+  elements.reserve(p.numInputs());
+  for (size_t i = 0; i < p.numInputs(); ++i) {
+    elements.push_back(p.input(i));
   }
-  return [](ProcessedNode& p) {
-    std::vector<c10::IValue> elements;
-    elements.reserve(p.numInputs());
-    for (size_t i = 0; i < p.numInputs(); ++i) {
-      elements.push_back(p.input(i));
-    }
-    p.output(0) = c10::ivalue::Tuple::create(std::move(elements));
-  };
+  return elements;
+}
+
+std::optional<KernelFunction> tupleConstruct(const Node* node, const KernelOptions&) {
+  auto type = node->output()->type()->expect<c10::TupleType>();
+  if (type->name()) {
+    // A NamedTuple keeps its type, so its fields reach the caller by name (Python gets the
+    // namedtuple, as from the JIT).
+    return [type](ProcessedNode& p) {
+      p.output(0) = c10::ivalue::Tuple::createNamed(inputsOf(p), type);
+    };
+  }
+  return [](ProcessedNode& p) { p.output(0) = c10::ivalue::Tuple::create(inputsOf(p)); };
 }
 
 std::optional<KernelFunction> listConstruct(const Node* node, const KernelOptions&) {

@@ -93,7 +93,9 @@ std::optional<c10::IValue> constantValue(const Value* value) {
     elements.push_back(std::move(*element));
   }
   if (producer->kind() == c10::prim::TupleConstruct) {
-    return c10::IValue(c10::ivalue::Tuple::create(std::move(elements)));
+    auto type = value->type()->expect<c10::TupleType>();
+    return c10::IValue(type->name() ? c10::ivalue::Tuple::createNamed(std::move(elements), type)
+                                    : c10::ivalue::Tuple::create(std::move(elements)));
   }
   c10::impl::GenericList list(value->type()->expectRef<c10::ListType>().getElementType());
   for (c10::IValue& element : elements) {

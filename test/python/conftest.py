@@ -82,7 +82,12 @@ def assert_same(expected: Any, actual: Any, where: str = "output") -> None:
         else:
             assert torch.equal(expected, actual), f"{where}: values differ"
         return
-    assert type(expected) is type(actual), f"{where}: expected {type(expected).__name__}, got {type(actual).__name__}"
+    if hasattr(expected, "_fields"):
+        # A NamedTuple from TorchScript is a namedtuple class made per call: same name and fields.
+        assert type(expected).__name__ == type(actual).__name__, f"{where}: expected {type(expected).__name__}, got {type(actual).__name__}"
+        assert expected._fields == getattr(actual, "_fields", None), f"{where}: fields {getattr(actual, '_fields', None)} != expected {expected._fields}"
+    else:
+        assert type(expected) is type(actual), f"{where}: expected {type(expected).__name__}, got {type(actual).__name__}"
     if isinstance(expected, (list, tuple)):
         assert len(expected) == len(actual), f"{where}: length {len(actual)} != expected {len(expected)}"
         for index, (want, got) in enumerate(zip(expected, actual)):
@@ -103,6 +108,8 @@ def clone_tree(value: Any) -> Any:
     """A deep copy of an argument structure, tensors cloned, to check later that a call left it untouched."""
     if isinstance(value, torch.Tensor):
         return value.clone()
+    if hasattr(value, "_fields"):  # a namedtuple takes its fields as arguments
+        return type(value)(*(clone_tree(element) for element in value))
     if isinstance(value, (list, tuple)):
         return type(value)(clone_tree(element) for element in value)
     if isinstance(value, dict):

@@ -1,6 +1,6 @@
 """Python values in and out: every TorchScript argument and return type a model commonly uses."""
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 import torch
@@ -38,6 +38,23 @@ class Reduce(nn.Module):
         return x.sum(0) + 1
 
 
+class Scores(NamedTuple):
+    logits: Tensor
+    aux: Optional[Tensor]
+    count: int
+
+
+class NamedTupleInOut(nn.Module):
+    """torchvision's GoogLeNet and Inception return a NamedTuple like this one."""
+
+    def forward(self, x: Tensor, previous: Scores) -> Scores:
+        logits = x * 2 + previous.logits
+        aux = previous.aux
+        if aux is not None:
+            aux = aux + logits
+        return Scores(logits, aux, previous.count + 1)
+
+
 class Aliases(nn.Module):
     def forward(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         y = x + 1
@@ -56,6 +73,8 @@ CASES = [
     (Reduce, (torch.ones(2, 3, dtype=torch.float64),)),
     (Reduce, (torch.arange(6, dtype=torch.int32).reshape(2, 3),)),
     (Reduce, (torch.tensor(2.5),)),
+    (NamedTupleInOut, (torch.ones(2), Scores(torch.arange(2.0), None, 3))),
+    (NamedTupleInOut, (torch.ones(3, 1), Scores(torch.ones(1, 4), torch.zeros(3, 4), 0))),
 ]
 
 
@@ -67,6 +86,16 @@ def test_values_round_trip(model, args):
     for _ in range(2):
         assert_same(scripted(*clone_tree(args)), module(*args))
         assert_unchanged(before, args)
+
+
+def test_named_tuple_output_keeps_its_fields():
+    scripted = torch.jit.script(NamedTupleInOut())
+    module = static_runtime.StaticModule(scripted)
+    out = module(torch.ones(2), Scores(torch.zeros(2), None, 1))
+    assert type(out).__name__ == "Scores"
+    assert out._fields == ("logits", "aux", "count")
+    assert out.count == 2 and out.aux is None
+    assert module.stats()["fallback_nodes"] == 0
 
 
 def test_output_identity_matches_torchscript():
