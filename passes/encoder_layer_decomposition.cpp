@@ -6,9 +6,13 @@
 //
 // Only a layer whose weights are constants (frozen) and whose configuration is constant is
 // rewritten. A mask that may be given at run time keeps ATen's op for that case, behind an If on
-// `mask is None`: its boolean key-padding semantics (fully masked rows) are ATen's business.
+// `mask is None`: its boolean key-padding semantics (fully masked rows) are ATen's business. So
+// does a nested tensor: nn.TransformerEncoder turns a padded batch into one in inference
+// (_nested_tensor_from_mask) and runs its layers on it; in a graph that can make one, the If
+// also asks `not src.is_nested`.
 #include <cmath>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <ATen/core/ivalue.h>
@@ -150,37 +154,71 @@ Value* emitDecomposed(Graph& graph, const Node* layer, const LayerConfig& c) {
   return c.norm_first ? y : layerNorm(y, kNorm2Weight, kNorm2Bias);
 }
 
-void decompose(Graph& graph, Node* layer, const LayerConfig& config) {
+// Marks the ATen op a decomposed layer keeps for masked or nested inputs: this pass leaves it.
+const c10::Symbol kKeptForAten = c10::Symbol::attr("srt_kept_for_aten");
+
+void decompose(Graph& graph, Node* layer, const LayerConfig& config, bool may_be_nested) {
   torch::jit::WithInsertPoint before_layer(layer);
+  const torch::jit::SourceRange& range = layer->sourceRange();
   Value* mask = layer->input(kMask);
-  if (mask->type()->kind() == c10::TypeKind::NoneType) {
+  const bool may_have_mask = mask->type()->kind() != c10::TypeKind::NoneType;
+  if (!may_have_mask && !may_be_nested) {
     layer->output()->replaceAllUsesWith(emitDecomposed(graph, layer, config));
     layer->destroy();
     return;
   }
-  // if mask is None: the decomposition, else: ATen's op as it was.
-  Value* no_mask = graph.insert(c10::aten::__is__, {mask, c10::IValue()}, {}, layer->sourceRange());
-  Node* branch = graph.insertNode(graph.create(c10::prim::If, {no_mask}, 1));
+  // if (mask is None) and not src.is_nested: the decomposition, else: ATen's op as it was.
+  Value* decomposable = nullptr;
+  if (may_have_mask) {
+    decomposable = graph.insert(c10::aten::__is__, {mask, c10::IValue()}, {}, range);
+  }
+  if (may_be_nested) {
+    Value* nested = graph.insert(symbol("prim::is_nested"), {layer->input(kSrc)}, {}, range);
+    Value* dense = graph.insert(c10::aten::__not__, {nested}, {}, range);
+    decomposable = decomposable == nullptr
+                       ? dense
+                       : graph.insert(c10::aten::__and__, {decomposable, dense}, {}, range);
+  }
+  Node* branch = graph.insertNode(graph.create(c10::prim::If, {decomposable}, 1));
   branch->output()->setType(layer->output()->type());
-  Block* without_mask = branch->addBlock();
-  Block* with_mask = branch->addBlock();
+  Block* decomposed = branch->addBlock();
+  Block* kept = branch->addBlock();
   {
-    torch::jit::WithInsertPoint in_block(without_mask);
-    without_mask->registerOutput(emitDecomposed(graph, layer, config));
+    torch::jit::WithInsertPoint in_block(decomposed);
+    decomposed->registerOutput(emitDecomposed(graph, layer, config));
   }
   layer->output()->replaceAllUsesWith(branch->output());
-  layer->moveBefore(with_mask->return_node());
-  with_mask->registerOutput(layer->output());
-  // Known present there: typed as a Tensor, the layer is one this pass leaves to ATen.
-  torch::jit::WithInsertPoint before_moved_layer(layer);
-  layer->replaceInput(kMask, graph.insertUncheckedCast(mask, c10::TensorType::get()));
+  layer->moveBefore(kept->return_node());
+  kept->registerOutput(layer->output());
+  layer->i_(kKeptForAten, 1);
 }
 
-// The layers whose mask is None or may be: a layer always given a mask stays ATen's.
+// Whether some node of the graph may produce a nested tensor (_nested_tensor_from_mask,
+// nested_tensor, _nested_from_padded, ...). Callers' nested tensors are refused at the inputs.
+bool mayCreateNestedTensors(const Block* block) {
+  for (const Node* node : block->nodes()) {
+    const std::string name = node->kind().toUnqualString();
+    for (const Value* output : node->outputs()) {
+      if (name.find("nested") != std::string::npos &&
+          output->type()->kind() == c10::TypeKind::TensorType) {
+        return true;
+      }
+    }
+    for (const Block* sub_block : node->blocks()) {
+      if (mayCreateNestedTensors(sub_block)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The layers whose mask is None or may be: a layer always given a mask stays ATen's, and so does
+// the op a decomposition kept.
 void collectLayers(Block* block, std::vector<Node*>& layers) {
   for (Node* node : block->nodes()) {
     if (node->kind() == symbol("aten::_transformer_encoder_layer_fwd") &&
-        node->matches(kEncoderLayerSchema) &&
+        node->matches(kEncoderLayerSchema) && !node->hasAttribute(kKeptForAten) &&
         !node->input(kMask)->type()->isSubtypeOf(*c10::TensorType::get())) {
       layers.push_back(node);
     }
@@ -195,10 +233,11 @@ void collectLayers(Block* block, std::vector<Node*>& layers) {
 bool decomposeEncoderLayers(GraphPtr& graph) {
   std::vector<Node*> layers;
   collectLayers(graph->block(), layers);
+  const bool may_be_nested = mayCreateNestedTensors(graph->block());
   bool changed = false;
   for (Node* layer : layers) {
     if (const std::optional<LayerConfig> config = constantConfig(layer)) {
-      decompose(*graph, layer, *config);
+      decompose(*graph, layer, *config, may_be_nested);
       changed = true;
     }
   }

@@ -15,11 +15,11 @@ namespace {
 // What every kernel and the memory planner assume of a tensor: dense, strided CPU memory in a
 // plain dtype. The JIT would run some other tensors through its generic operators, but our
 // out-variant kernels write CPU outputs and the planner points storages into a CPU arena, so a
-// meta, sparse or quantized tensor would fail deep inside a node, or worse, not fail at all.
-// None for an Optional[Tensor] (an undefined tensor) is the kernels' business.
+// meta, sparse, quantized or nested tensor would fail deep inside a node, or worse, not fail at
+// all. None for an Optional[Tensor] (an undefined tensor) is the kernels' business.
 bool isRunnable(const at::Tensor& tensor) {
-  return !tensor.defined() ||
-         (tensor.device().is_cpu() && tensor.layout() == c10::kStrided && !tensor.is_quantized());
+  return !tensor.defined() || (tensor.device().is_cpu() && tensor.layout() == c10::kStrided &&
+                               !tensor.is_quantized() && !tensor.is_nested());
 }
 
 // Where an element sits in its container; spelled out only for an error message.
@@ -83,6 +83,8 @@ void explainFirst(const c10::IValue& value, const std::string& name) {
     TORCH_CHECK(!tensor.is_quantized(), "static_runtime: input ", name, " is a quantized tensor (",
                 tensor.scalar_type(),
                 "); expected a float or integer tensor: call .dequantize() first");
+    TORCH_CHECK(!tensor.is_nested(), "static_runtime: input ", name,
+                " is a nested tensor; expected a dense one: call .to_padded_tensor(0.0) first");
     return;
   }
   forEachElement(value, [&](const c10::IValue& element, const Position& position) {

@@ -423,6 +423,35 @@ def _encoder_layer_key_padding_mask() -> ZooEntry:
     )
 
 
+class PaddedEncoder(nn.Module):
+    """nn.TransformerEncoder given a padding mask. In inference it runs its layers on a nested tensor
+    (_nested_tensor_from_mask) when the padding is at the end of each sequence, densely otherwise; the two
+    paths differ only at padded positions, which callers zero (so grad mode, which decides the path in
+    TorchScript, does not change the result)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 2, 64, batch_first=True, activation="gelu")
+        self.encoder = nn.TransformerEncoder(layer, 2)
+
+    def forward(self, x: Tensor, padding: Optional[Tensor] = None) -> Tensor:
+        y = self.encoder(x, src_key_padding_mask=padding)
+        if padding is not None:
+            y = y.masked_fill(padding.unsqueeze(-1), 0.0)
+        return y
+
+
+def _encoder_padding_mask() -> ZooEntry:
+    # Each padded batch has one full-length sequence, so the nested path's output is as long as the input.
+    at_end = torch.tensor([[False] * 6 + [True] * 2, [False] * 8, [False] * 3 + [True] * 5])
+    at_start = torch.tensor([[True] * 2 + [False] * 3, [False] * 5])
+    return _entry(
+        "encoder_padding_mask",
+        PaddedEncoder(),
+        [(torch.randn(3, 8, 32), at_end), (torch.randn(2, 5, 32), at_start), (torch.randn(1, 4, 32), None)],
+    )
+
+
 def _linear() -> ZooEntry:
     return _entry("linear", Linear(), _random_sets([(2, 32)], [(5, 3, 32)]))
 
@@ -608,6 +637,7 @@ _BUILDERS: List[Callable[[], ZooEntry]] = [
     _traced_mlp,
     _encoder_layer_norm_first_gelu,
     _encoder_layer_key_padding_mask,
+    _encoder_padding_mask,
 ]
 
 

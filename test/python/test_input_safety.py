@@ -60,6 +60,15 @@ def test_quantized_tensor_is_refused_naming_the_input(two_inputs):
     _still_works(scripted, module)
 
 
+def test_nested_tensor_is_refused_naming_the_input(two_inputs):
+    scripted, module = two_inputs
+    dense = torch.randn(3, 4)
+    nested = torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(1, 4)])
+    with pytest.raises(RuntimeError, match=r"input 'x' \(argument 0\) is a nested tensor.*to_padded_tensor"):
+        module(nested, dense)
+    _still_works(scripted, module)
+
+
 def test_tensor_inside_a_list_is_refused_with_its_position():
     module = static_runtime.StaticModule(torch.jit.script(ListInput().eval()))
     xs = [torch.randn(1, 2), torch.empty(1, 2, device="meta")]

@@ -36,12 +36,29 @@ TEST(EncoderLayerDecomposition, DecomposesEveryZooEncoderLayer) {
     EXPECT_EQ(countKind(*graph, "srt::multi_head_attention"), 1u) << *graph;
     EXPECT_EQ(countKind(*graph, "srt::fused_linear"), 3u) << *graph;
     EXPECT_EQ(countKind(*graph, "aten::layer_norm"), layer_norms + 2) << *graph;
-    // What is left is the op in the branch where the mask is known to be given: a second run
-    // leaves it as it is.
+    // What is left is the op kept for a call with a mask: a second run leaves it as it is.
     const std::string once = graph->toString();
     EXPECT_FALSE(passes::decomposeEncoderLayers(graph));
     EXPECT_EQ(graph->toString(), once);
   }
+}
+
+// nn.TransformerEncoder with a padding mask runs its layers on a nested tensor in inference: the
+// decomposed kernels take dense tensors only, so ATen's op stays for a nested input.
+TEST(EncoderLayerDecomposition, KeepsAtensOpForNestedInputs) {
+  auto graph = preparedZooGraph("encoder_padding_mask");
+  ASSERT_GT(countKind(*graph, "aten::_nested_tensor_from_mask"), 0u) << *graph;
+  const size_t layers = countKind(*graph, kLayerOp);
+  ASSERT_EQ(layers, 2u) << *graph;
+  const size_t nested_checks = countKind(*graph, "prim::is_nested"); // the module's own
+  EXPECT_TRUE(passes::decomposeEncoderLayers(graph));
+  graph->lint();
+  EXPECT_EQ(countKind(*graph, "prim::is_nested"), nested_checks + layers) << *graph;
+  EXPECT_EQ(countKind(*graph, kLayerOp), layers);
+  EXPECT_EQ(countKind(*graph, "srt::multi_head_attention"), layers);
+  const std::string once = graph->toString();
+  EXPECT_FALSE(passes::decomposeEncoderLayers(graph));
+  EXPECT_EQ(graph->toString(), once);
 }
 
 TEST(EncoderLayerDecomposition, LeavesLayersWithWeightsThatAreNotConstants) {
@@ -52,7 +69,7 @@ TEST(EncoderLayerDecomposition, LeavesLayersWithWeightsThatAreNotConstants) {
 
 TEST(EncoderLayerDecomposition, ZooEncoderLayersMatchJitDecomposedAndNot) {
   for (const char* name : {"transformer_encoder_layer", "encoder_layer_norm_first_gelu",
-                           "encoder_layer_key_padding_mask"}) {
+                           "encoder_layer_key_padding_mask", "encoder_padding_mask"}) {
     SCOPED_TRACE(name);
     const torch::jit::Module module = loadZooModel(name);
     const std::vector<InputSet> inputs = loadZooInputs(name);
