@@ -1,6 +1,7 @@
 #include "passes/prepare.h"
 
 #include "passes/describe_node.h"
+#include "passes/dtype_inference.h"
 
 #include <algorithm>
 #include <optional>
@@ -23,8 +24,10 @@ namespace {
 
 // RemoveTensorMutation rewrites `x.op_(y)` as `x = x.op(y)`, but in place the result keeps x's
 // dtype and out of place it need not: comparisons and logical ops return bool, and a tensor
-// operand whose dtype wins type promotion decides it (x bfloat16, y float32). Dtypes are unknown
-// here, so those ops stay in place (found by fuzzing); scalar and unary ones are rewritten.
+// operand whose dtype wins type promotion decides it (x bfloat16, y float32; found by fuzzing).
+// Such ops stay in place unless every operand's dtype is known to promote to x's (ResNet's
+// `out += identity`: both float32, from convolutions with float32 weights); scalar and unary
+// ones are rewritten.
 bool rewriteKeepsDtype(torch::jit::Node* node) {
   static const std::unordered_set<std::string> kBoolResults = {
       "eq_",         "ne_",          "lt_",         "le_",
@@ -40,12 +43,20 @@ bool rewriteKeepsDtype(torch::jit::Node* node) {
   if (kSelfDtypeResults.count(name) != 0) {
     return true;
   }
+  std::optional<std::optional<c10::ScalarType>> self; // asked only when an operand is a tensor
   for (size_t i = 1; i < node->inputs().size(); ++i) {
     c10::TypePtr type = node->input(i)->type();
     if (auto optional = type->cast<c10::OptionalType>()) {
       type = optional->getElementType();
     }
-    if (type->cast<c10::TensorType>()) {
+    if (!type->cast<c10::TensorType>()) {
+      continue;
+    }
+    if (!self) {
+      self = knownDtype(node->input(0));
+    }
+    const std::optional<c10::ScalarType> operand = knownDtype(node->input(i));
+    if (!*self || !operand || c10::promoteTypes(**self, *operand) != **self) {
       return false;
     }
   }

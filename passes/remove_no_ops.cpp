@@ -20,6 +20,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "passes/dtype_inference.h"
 #include "passes/graph_passes.h"
 #include "passes/rewrite_safety.h"
 
@@ -82,13 +83,6 @@ std::optional<at::ScalarType> constantToDtype(const Node* node) {
     return std::nullopt;
   }
   return static_cast<at::ScalarType>(dtype->toInt());
-}
-
-std::optional<at::ScalarType> knownDtype(const Value* value) {
-  if (auto type = tensorType(value); type && type->scalarType()) {
-    return *type->scalarType();
-  }
-  return constantToDtype(value->node());
 }
 
 bool isToDtype(const Node* node) {

@@ -124,6 +124,30 @@ def forward(self, x, y):
                             {{torch::randn({3, 2}), torch::randn({3, 2})}, {}}});
 }
 
+// torchvision's ResNet, EfficientNet and ConvNeXt add the residual in place (`out += identity`)
+// and ResNet applies ReLU in place to the sum. Both operands come out of float32 convolutions, so
+// the out-of-place rewrite keeps the dtype: no in-place op is left for the JIT to run.
+TEST(Prepare, RewritesInPlaceResidualAddsOfKnownDtype) {
+  torch::jit::Module module("Residual");
+  module.register_parameter("weight", torch::randn({3, 3, 3, 3}), /*is_buffer=*/false);
+  module.define(R"JIT(
+def forward(self, x):
+    identity = torch.relu(torch.conv2d(x, self.weight, None, 1, 1))
+    out = torch.conv2d(identity, self.weight, None, 1, 1)
+    out += identity
+    out = torch.relu_(out)
+    return out
+)JIT");
+  module.eval();
+  passes::PreparedGraph prepared = passes::prepareModule(module);
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")))
+      << *prepared.graph;
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::relu_")))
+      << *prepared.graph;
+  expectMatchesJit(module, {{{torch::randn({1, 3, 8, 8})}}, {{torch::randn({2, 3, 5, 7})}}}, {},
+                   1e-4);
+}
+
 // Out of place a comparison returns bool; in place it keeps self's dtype (found while fixing the
 // above: x.gt_(0) was rewritten to aten::gt and the model returned bool).
 TEST(Prepare, KeepsInPlaceComparisonsWhoseRewriteWouldReturnBool) {
