@@ -1,8 +1,10 @@
-// Activations: relu, gelu, sigmoid, tanh, silu, leaky_relu, hardswish and clamp, as out-variant
-// kernels. Contiguous float32 inputs run the vectorized loops; others run `at::cpu::*_out`.
+// Activations: relu, gelu, sigmoid, tanh, silu, leaky_relu, hardswish, hardsigmoid, hardtanh
+// (ReLU6) and clamp, as out-variant kernels. Contiguous float32 inputs run the vectorized loops;
+// others run `at::cpu::*_out`.
 #include <cmath>
 
 #include <ATen/CPUFunctions.h>
+#include <ATen/Functions.h>
 
 #include "ops/fast_path.h"
 #include "ops/registry.h"
@@ -43,6 +45,20 @@ void leakyRelu(ProcessedNode& p) {
     return;
   }
   at::cpu::leaky_relu_out(outputTensorLike(p, 0, x), x, slope);
+}
+
+// hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1): ATen's is clamp with the bounds
+// (integer tensors take integer bounds), so float32 runs the clamp loop.
+void hardtanh(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  const c10::Scalar min = p.input(1).toScalar();
+  const c10::Scalar max = p.input(2).toScalar();
+  if (isContiguousFloat(x) && !min.isComplex() && !max.isComplex() &&
+      !std::isnan(min.toDouble()) && !std::isnan(max.toDouble())) {
+    mapToOutput(p, vec::UnaryOp::kClamp, x, {min.to<float>(), max.to<float>()});
+    return;
+  }
+  at::hardtanh_outf(x, min, max, outputTensorLike(p, 0, x));
 }
 
 bool isNan(const c10::optional<c10::Scalar>& s) {
@@ -105,6 +121,8 @@ constexpr auto sigmoidKernel = unaryKernel<UnaryOp::kSigmoid, at::cpu::sigmoid_o
 constexpr auto tanhKernel = unaryKernel<UnaryOp::kTanh, at::cpu::tanh_out, true>;
 constexpr auto siluKernel = unaryKernel<UnaryOp::kSilu, at::cpu::silu_out, false>;
 constexpr auto hardswishKernel = unaryKernel<UnaryOp::kHardswish, at::cpu::hardswish_out, false>;
+constexpr auto hardsigmoidKernel =
+    unaryKernel<UnaryOp::kHardsigmoid, at::cpu::hardsigmoid_out, false>;
 
 } // namespace
 
@@ -115,6 +133,8 @@ SRT_REGISTER_KERNEL("aten::tanh", kOutVariant, tensorOverload<tanhKernel>);
 SRT_REGISTER_KERNEL("aten::silu", kOutVariant, tensorOverload<siluKernel>);
 SRT_REGISTER_KERNEL("aten::leaky_relu", kOutVariant, tensorOverload<leakyRelu>);
 SRT_REGISTER_KERNEL("aten::hardswish", kOutVariant, tensorOverload<hardswishKernel>);
+SRT_REGISTER_KERNEL("aten::hardsigmoid", kOutVariant, tensorOverload<hardsigmoidKernel>);
+SRT_REGISTER_KERNEL("aten::hardtanh", kOutVariant, tensorOverload<hardtanh>);
 SRT_REGISTER_KERNEL("aten::clamp", kOutVariant, clamp);
 
 } // namespace srt::ops

@@ -1,4 +1,4 @@
-// 2-D pooling: max_pool2d and adaptive_avg_pool2d (conv2d is ops/conv2d.cpp).
+// 2-D pooling: max_pool2d, avg_pool2d and adaptive_avg_pool2d (conv2d is ops/conv2d.cpp).
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -253,8 +253,23 @@ void adaptiveAvgPool2d(ProcessedNode& p) {
   at::cpu::adaptive_avg_pool2d_outf(self, output_size, out);
 }
 
+// avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+// DenseNet's transitions, Inception's pooling branches. ATen's kernel into the reused output.
+void avgPool2d(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  at::cpu::avg_pool2d_outf(self, p.input(1).toDimVector(), p.input(2).toDimVector(),
+                           p.input(3).toDimVector(), p.input(4).toBool(), p.input(5).toBool(),
+                           p.input(6).toOptional<int64_t>(), outputTensorLike(p, 0, self));
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL(
+    "aten::avg_pool2d", kOutVariant,
+    whenMatches("aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
+                "padding=0, bool ceil_mode=False, bool count_include_pad=True, int? "
+                "divisor_override=None) -> Tensor",
+                avgPool2d));
 SRT_REGISTER_KERNEL(
     "aten::max_pool2d", kOutVariant,
     whenMatches("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], "

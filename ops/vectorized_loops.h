@@ -18,6 +18,7 @@ enum class UnaryOp : uint8_t {
   kGeluTanh, // approximate="tanh"
   kSilu,
   kHardswish,
+  kHardsigmoid,
   kLeakyRelu, // a: negative slope
   kClamp,     // a: min, b: max
   kClampMin,  // a: min

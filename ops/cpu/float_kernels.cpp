@@ -80,6 +80,13 @@ void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params)
         [&](Vec v) { return v * at::vec::minimum(at::vec::maximum(v + three, zero), six) / six; },
         x);
   }
+  case UnaryOp::kHardsigmoid: {
+    const Vec three(3.f);
+    const Vec six(6.f);
+    return loop(
+        out, n, [&](Vec v) { return at::vec::minimum(at::vec::maximum(v + three, zero), six) / six; },
+        x);
+  }
   case UnaryOp::kLeakyRelu:
     return loop(
         out, n, [&](Vec v) { return v * Vec::blendv(a, one, v > zero); }, x);

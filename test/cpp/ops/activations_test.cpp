@@ -1,4 +1,5 @@
-// Activation out-variant kernels (relu, gelu, sigmoid, tanh, silu, leaky_relu, hardswish, clamp)
+// Activation out-variant kernels (relu, gelu, sigmoid, tanh, silu, leaky_relu, hardswish,
+// hardsigmoid, hardtanh, clamp)
 // against the JIT.
 #include "ops/op_test_helpers.h"
 
@@ -15,6 +16,10 @@ const std::vector<std::string> kFloatActivations = {
     "torch.leaky_relu(x)",
     "torch.leaky_relu(x, 0.2)",
     "torch.hardswish(x)",
+    "torch.hardsigmoid(x)",
+    "torch.hardtanh(x)",
+    "torch.hardtanh(x, 0.0, 6.0)", // nn.ReLU6 after inlining
+    "torch.hardtanh(x, -0.25, 0.75)",
     "torch.clamp(x, -0.5, 0.5)",
     "torch.clamp(x, min=-0.25)",
     "torch.clamp(x, max=0.75)",
@@ -42,6 +47,7 @@ TEST(Activation, Int64) {
   // a float bound promotes.
   for (const std::string expression :
        {"torch.relu(x)", "torch.clamp(x, -3, 4)", "torch.clamp(x, min=2)", "torch.clamp(x, max=-1)",
+        "torch.hardtanh(x, 0, 6)", "torch.hardtanh(x, -2.5, 2.5)",
         "torch.clamp(x, -2.5, 2.5)", "torch.sigmoid(x)", "torch.tanh(x)"}) {
     SCOPED_TRACE(expression);
     expectMatchesJit(forwardReturning("x", expression), unaryShapes(randintLong));

@@ -1,4 +1,4 @@
-// conv2d with its weight as an input (native, ops/conv2d.cpp), max_pool2d and adaptive_avg_pool2d
+// conv2d with its weight as an input (native, ops/conv2d.cpp), max_pool2d, avg_pool2d and adaptive_avg_pool2d
 // (out-variant, ops/conv_pool.cpp), against the JIT.
 #include <cmath>
 #include <gtest/gtest.h>
@@ -121,6 +121,22 @@ def forward(self, x):
                             {{torch::randn({2, 6, 6, 3}).permute({0, 3, 1, 2})}},
                             {{torch::randn({3, 4, 4}, torch::kFloat64)}}});
   expectKinds(source, {{"aten::adaptive_avg_pool2d", KernelKind::kOutVariant}});
+}
+
+// DenseNet's transitions (2x2, stride 2), Inception's branches (3x3, stride 1, padded) and the
+// rarer arguments.
+TEST(ConvPool, AvgPool2d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return (torch.avg_pool2d(x, [2, 2], [2, 2]), torch.avg_pool2d(x, [3, 3], [1, 1], [1, 1]),
+            torch.avg_pool2d(x, [3, 3], [2, 2], [1, 1], True, False),
+            torch.avg_pool2d(x, [2, 2], [1, 1], [0, 0], False, True, 3))
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
+                            {{torch::randn({2, 4, 5, 7})}},
+                            {{torch::randn({2, 6, 6, 3}).permute({0, 3, 1, 2})}},
+                            {{torch::randn({3, 4, 4}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::avg_pool2d", KernelKind::kOutVariant}});
 }
 
 // The small CNN pattern: conv, relu, pool, global pool, flatten, with a batch-size change.
