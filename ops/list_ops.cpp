@@ -1,5 +1,6 @@
-// Python list operations on the lists a model builds from sizes and flags: indexing, slicing,
-// length, membership, all/any, equality, concatenation and append.
+// Python list operations on the lists a model builds from sizes, flags and tensors: indexing,
+// slicing, length, membership, all/any, equality, concatenation, and the writes append, insert,
+// extend and item assignment (in place, as the JIT does: the caller's list changes too).
 #include <ATen/core/List.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -115,6 +116,31 @@ void concatenate(ProcessedNode& p) {
   p.output(0) = std::move(result);
 }
 
+// list.insert(index, value): Python clamps the index rather than failing.
+void insert(ProcessedNode& p) {
+  c10::impl::GenericList list = p.input(0).toList();
+  const int64_t size = static_cast<int64_t>(list.size());
+  const int64_t index = p.input(1).toInt();
+  const int64_t clamped = index < 0 ? std::max<int64_t>(index + size, 0) : std::min(index, size);
+  list.insert(list.begin() + clamped, p.input(2));
+}
+
+void extend(ProcessedNode& p) {
+  c10::impl::GenericList list = p.input(0).toList();
+  // A copy first: a list extended with itself doubles once.
+  const c10::impl::GenericList other = p.input(1).toList().copy();
+  for (const c10::IValue& element : other) {
+    list.push_back(element);
+  }
+}
+
+// list[index] = value, returning the list.
+void setItem(ProcessedNode& p) {
+  c10::impl::GenericList list = p.input(0).toList();
+  list.set(normalizeIndex(p.input(1).toInt(), list.size()), p.input(2));
+  p.output(0) = std::move(list);
+}
+
 } // namespace
 
 SRT_REGISTER_KERNEL("aten::__getitem__", kNative,
@@ -189,6 +215,13 @@ SRT_REGISTER_KERNEL("aten::list", kNative,
                     whenMatches("aten::list.t(t[] l) -> t[]", [](ProcessedNode& p) {
                       p.output(0) = p.input(0).toList().copy();
                     }));
+SRT_REGISTER_KERNEL("aten::insert", kNative,
+                    whenMatches("aten::insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()", insert));
+SRT_REGISTER_KERNEL("aten::extend", kNative,
+                    whenMatches("aten::extend.t(t[](a!) self, t[] other) -> ()", extend));
+SRT_REGISTER_KERNEL("aten::_set_item", kNative,
+                    whenMatches("aten::_set_item.t(t[](a!) l, int idx, t(b -> *) el) -> t[](a!)",
+                                setItem));
 // Appends in place and returns the same list, as the JIT does: the caller's list changes too.
 SRT_REGISTER_KERNEL("aten::append", kNative,
                     whenMatches("aten::append.t(t[](a!) self, t(c -> *) el) -> t[](a!)",

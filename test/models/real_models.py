@@ -29,15 +29,11 @@ FALLBACK_REASONS = {
     "aten::adaptive_avg_pool3d": "3-D pooling runs ATen's op; [4/5]",
     "aten::group_norm": "group norm runs ATen's op; [4/5]",
     "aten::prelu": "runs ATen's op; [4/5]",
-    "aten::upsample_bilinear2d": "runs ATen's op; [4/5]",
     "aten::max": "max over a dim (returns values and indices) runs ATen's op; [4/5]",
     "aten::add_": "adds a mask of run-time dtype in place (wav2vec2 attention): kept in place so "
     "its dtype stays the caller's; [4/5]",
     "aten::index_put_": "in-place indexed write of a run-time mask; [4/5]",
     "aten::tensor": "builds a small tensor from a Python list per call; [4/5]",
-    "aten::dict": "segmentation models' dict output; container ops are [4/5]",
-    "aten::_set_item": "segmentation models' dict output; container ops are [4/5]",
-    "aten::__getitem__": "dict lookup in segmentation models; container ops are [4/5]",
     "aten::_nested_tensor_from_mask": "nn.TransformerEncoder's nested-tensor path for padded "
     "batches runs ATen's ops; a dense masked path is [4/5]",
     "aten::_nested_tensor_from_mask_left_aligned": "the same nested-tensor path's check",
