@@ -53,8 +53,8 @@ void hardtanh(ProcessedNode& p) {
   const at::Tensor& x = p.input(0).toTensor();
   const c10::Scalar min = p.input(1).toScalar();
   const c10::Scalar max = p.input(2).toScalar();
-  if (isContiguousFloat(x) && !min.isComplex() && !max.isComplex() &&
-      !std::isnan(min.toDouble()) && !std::isnan(max.toDouble())) {
+  if (isContiguousFloat(x) && !min.isComplex() && !max.isComplex() && !std::isnan(min.toDouble()) &&
+      !std::isnan(max.toDouble())) {
     mapToOutput(p, vec::UnaryOp::kClamp, x, {min.to<float>(), max.to<float>()});
     return;
   }

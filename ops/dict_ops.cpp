@@ -66,47 +66,39 @@ template <typename Fn> KernelFactory onDict(Fn fn) {
   };
 }
 
-// keys() / values(): lists typed as the node's output.
-template <bool kKeys> std::optional<KernelFunction> dictView(const Node* node, const KernelOptions&) {
-  if (!isDict(node->input(0))) {
-    return std::nullopt;
-  }
-  c10::TypePtr element_type = node->output()->type()->expectRef<c10::ListType>().getElementType();
-  return [element_type](ProcessedNode& p) {
-    c10::impl::GenericList list(element_type);
-    const c10::impl::GenericDict dict = p.input(0).toGenericDict();
-    list.reserve(dict.size());
-    for (const auto& entry : dict) {
-      list.push_back(kKeys ? entry.key() : entry.value());
+// keys(), values(), items(): a list typed as the node's output, one element per entry.
+template <typename Element> KernelFactory entriesAsList(Element element) {
+  return [element](const Node* node, const KernelOptions&) -> std::optional<KernelFunction> {
+    if (!isDict(node->input(0))) {
+      return std::nullopt;
     }
-    p.output(0) = std::move(list);
+    c10::TypePtr type = node->output()->type()->expectRef<c10::ListType>().getElementType();
+    return [type, element](ProcessedNode& p) {
+      c10::impl::GenericList list(type);
+      const c10::impl::GenericDict dict = p.input(0).toGenericDict();
+      list.reserve(dict.size());
+      for (const auto& entry : dict) {
+        list.push_back(element(entry));
+      }
+      p.output(0) = std::move(list);
+    };
   };
 }
 
-std::optional<KernelFunction> dictItems(const Node* node, const KernelOptions&) {
-  if (!isDict(node->input(0))) {
-    return std::nullopt;
-  }
-  c10::TypePtr element_type = node->output()->type()->expectRef<c10::ListType>().getElementType();
-  return [element_type](ProcessedNode& p) {
-    c10::impl::GenericList list(element_type);
-    const c10::impl::GenericDict dict = p.input(0).toGenericDict();
-    list.reserve(dict.size());
-    for (const auto& entry : dict) {
-      list.push_back(c10::ivalue::Tuple::create(entry.key(), entry.value()));
-    }
-    p.output(0) = std::move(list);
-  };
-}
+using Entry = c10::impl::GenericDict::iterator::value_type;
 
 } // namespace
 
 SRT_REGISTER_KERNEL("aten::dict", kNative, makeDict);
 SRT_REGISTER_KERNEL("aten::_set_item", kNative, setItem);
 SRT_REGISTER_KERNEL("aten::__getitem__", kNative, getItem);
-SRT_REGISTER_KERNEL("aten::keys", kNative, dictView<true>);
-SRT_REGISTER_KERNEL("aten::values", kNative, dictView<false>);
-SRT_REGISTER_KERNEL("aten::items", kNative, dictItems);
+SRT_REGISTER_KERNEL("aten::keys", kNative,
+                    entriesAsList([](const Entry& entry) { return entry.key(); }));
+SRT_REGISTER_KERNEL("aten::values", kNative,
+                    entriesAsList([](const Entry& entry) { return entry.value(); }));
+SRT_REGISTER_KERNEL("aten::items", kNative, entriesAsList([](const Entry& entry) {
+                      return c10::IValue(c10::ivalue::Tuple::create(entry.key(), entry.value()));
+                    }));
 SRT_REGISTER_KERNEL("aten::len", kNative, onDict([](ProcessedNode& p) {
                       p.output(0) = static_cast<int64_t>(p.input(0).toGenericDict().size());
                     }));

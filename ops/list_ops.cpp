@@ -216,7 +216,8 @@ SRT_REGISTER_KERNEL("aten::list", kNative,
                       p.output(0) = p.input(0).toList().copy();
                     }));
 SRT_REGISTER_KERNEL("aten::insert", kNative,
-                    whenMatches("aten::insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()", insert));
+                    whenMatches("aten::insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()",
+                                insert));
 SRT_REGISTER_KERNEL("aten::extend", kNative,
                     whenMatches("aten::extend.t(t[](a!) self, t[] other) -> ()", extend));
 SRT_REGISTER_KERNEL("aten::_set_item", kNative,

@@ -55,10 +55,11 @@ SRT_REGISTER_KERNEL("aten::upsample_nearest2d", kOutVariant,
                     whenMatches("aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, "
                                 "float[]? scale_factors) -> Tensor",
                                 nearest2d));
-SRT_REGISTER_KERNEL("aten::upsample_bilinear2d", kOutVariant,
-                    whenMatches("aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, "
-                                "bool align_corners, float[]? scale_factors) -> Tensor",
-                                interpolated2d<at::cpu::upsample_bilinear2d_outf>));
+SRT_REGISTER_KERNEL(
+    "aten::upsample_bilinear2d", kOutVariant,
+    whenMatches("aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, "
+                "bool align_corners, float[]? scale_factors) -> Tensor",
+                interpolated2d<at::cpu::upsample_bilinear2d_outf>));
 SRT_REGISTER_KERNEL("aten::upsample_bicubic2d", kOutVariant,
                     whenMatches("aten::upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, "
                                 "bool align_corners, float[]? scale_factors) -> Tensor",

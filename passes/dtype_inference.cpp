@@ -40,29 +40,90 @@ const std::unordered_map<std::string, Rule>& rules() {
     for (const char* op : {"mm", "bmm", "matmul", "addmm", "baddbmm", "mv", "dot"}) {
       t[op] = Rule::kAnyOperand;
     }
-    for (const char* op :
-         {"relu",          "relu6",          "gelu",           "sigmoid",
-          "tanh",          "silu",           "mish",           "hardswish",
-          "hardsigmoid",   "hardtanh",       "leaky_relu",     "elu",
-          "selu",          "celu",           "softplus",       "prelu",
-          "neg",
-          "abs",           "exp",            "log",            "sqrt",
-          "rsqrt",         "erf",            "reciprocal",     "square",
-          "softmax",       "log_softmax",    "mean",           "sum",
-          "layer_norm",    "batch_norm",     "group_norm",     "instance_norm",
-          "max_pool1d",    "max_pool2d",     "max_pool3d",     "avg_pool1d",
-          "avg_pool2d",    "avg_pool3d",     "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-          "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-          "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "upsample_linear1d",
-          "pad",           "constant_pad_nd", "reflection_pad1d", "reflection_pad2d",
-          "replication_pad1d", "replication_pad2d", "view",  "reshape",
-          "flatten",       "permute",        "transpose",      "t",
-          "contiguous",    "clone",          "detach",         "squeeze",
-          "unsqueeze",     "expand",         "expand_as",      "slice",
-          "select",        "narrow",         "repeat",         "roll",
-          "flip",          "pixel_shuffle",  "channel_shuffle", "masked_fill",
-          "index_select",  "gather",         "dropout",        "feature_dropout",
-          "alpha_dropout", "cumsum",         "tril",           "triu"}) {
+    for (const char* op : {"relu",
+                           "relu6",
+                           "gelu",
+                           "sigmoid",
+                           "tanh",
+                           "silu",
+                           "mish",
+                           "hardswish",
+                           "hardsigmoid",
+                           "hardtanh",
+                           "leaky_relu",
+                           "elu",
+                           "selu",
+                           "celu",
+                           "softplus",
+                           "prelu",
+                           "neg",
+                           "abs",
+                           "exp",
+                           "log",
+                           "sqrt",
+                           "rsqrt",
+                           "erf",
+                           "reciprocal",
+                           "square",
+                           "softmax",
+                           "log_softmax",
+                           "mean",
+                           "sum",
+                           "layer_norm",
+                           "batch_norm",
+                           "group_norm",
+                           "instance_norm",
+                           "max_pool1d",
+                           "max_pool2d",
+                           "max_pool3d",
+                           "avg_pool1d",
+                           "avg_pool2d",
+                           "avg_pool3d",
+                           "adaptive_avg_pool1d",
+                           "adaptive_avg_pool2d",
+                           "adaptive_avg_pool3d",
+                           "adaptive_max_pool1d",
+                           "adaptive_max_pool2d",
+                           "upsample_nearest1d",
+                           "upsample_nearest2d",
+                           "upsample_bilinear2d",
+                           "upsample_linear1d",
+                           "pad",
+                           "constant_pad_nd",
+                           "reflection_pad1d",
+                           "reflection_pad2d",
+                           "replication_pad1d",
+                           "replication_pad2d",
+                           "view",
+                           "reshape",
+                           "flatten",
+                           "permute",
+                           "transpose",
+                           "t",
+                           "contiguous",
+                           "clone",
+                           "detach",
+                           "squeeze",
+                           "unsqueeze",
+                           "expand",
+                           "expand_as",
+                           "slice",
+                           "select",
+                           "narrow",
+                           "repeat",
+                           "roll",
+                           "flip",
+                           "pixel_shuffle",
+                           "channel_shuffle",
+                           "masked_fill",
+                           "index_select",
+                           "gather",
+                           "dropout",
+                           "feature_dropout",
+                           "alpha_dropout",
+                           "cumsum",
+                           "tril",
+                           "triu"}) {
       t[op] = Rule::kFirstInputIfFloat;
     }
     for (const char* op : {"add", "sub", "rsub", "mul", "div", "maximum", "minimum", "pow", "clamp",
@@ -79,8 +140,8 @@ const std::unordered_map<std::string, Rule>& rules() {
 
 // Ops whose list result holds pieces of input 0 (read back by ListUnpack or __getitem__).
 bool splitsFirstInput(const Node* node) {
-  static const std::unordered_set<std::string> kSplits = {"chunk", "split", "split_with_sizes",
-                                                          "unbind", "tensor_split", "unsafe_chunk"};
+  static const std::unordered_set<std::string> kSplits = {
+      "chunk", "split", "split_with_sizes", "unbind", "tensor_split", "unsafe_chunk"};
   return node->kind().is_aten() && kSplits.count(node->kind().toUnqualString()) != 0;
 }
 
@@ -129,7 +190,7 @@ private:
       const Node* owner = node->owningBlock()->owningNode();
       const auto type = value->type()->cast<c10::TensorType>();
       return owner == nullptr && type && type->scalarType() ? Dtype(*type->scalarType())
-                                                          : std::nullopt;
+                                                            : std::nullopt;
     }
     if (node->kind() == c10::prim::If) {
       return ifResult(node, value->offset());
@@ -180,7 +241,7 @@ private:
     case Rule::kListElements: {
       const Node* list = node->input(0)->node();
       return list->kind() == c10::prim::ListConstruct ? commonFloat(list->inputs().vec())
-                                                     : std::nullopt;
+                                                      : std::nullopt;
     }
     }
     return std::nullopt;

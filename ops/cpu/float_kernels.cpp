@@ -84,8 +84,8 @@ void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params)
     const Vec three(3.f);
     const Vec six(6.f);
     return loop(
-        out, n, [&](Vec v) { return at::vec::minimum(at::vec::maximum(v + three, zero), six) / six; },
-        x);
+        out, n,
+        [&](Vec v) { return at::vec::minimum(at::vec::maximum(v + three, zero), six) / six; }, x);
   }
   case UnaryOp::kLeakyRelu:
     return loop(

@@ -152,7 +152,9 @@ def forward(self, x):
      "aten::cat"},
 };
 
-void PrintTo(const ContainerCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const ContainerCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 const Node* onlyTopLevelNode(const torch::jit::Graph& graph, const std::string& kind) {
   const Node* found = nullptr;

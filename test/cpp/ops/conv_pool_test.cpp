@@ -1,5 +1,5 @@
-// conv2d with its weight as an input (native, ops/conv2d.cpp), max_pool2d, avg_pool2d and adaptive_avg_pool2d
-// (out-variant, ops/conv_pool.cpp), against the JIT.
+// conv2d with its weight as an input (native, ops/conv2d.cpp), max_pool2d, avg_pool2d and
+// adaptive_avg_pool2d (out-variant, ops/conv_pool.cpp), against the JIT.
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
