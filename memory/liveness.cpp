@@ -43,12 +43,21 @@ public:
   }
 
 private:
-  // The step of the top-level node that holds `node` (itself, or the If/Loop around it).
+  // The step of the top-level node that holds `node` (itself, or the If/Loop around it). A
+  // top-level constant (an empty list literal can be one, and can hold what is appended to a
+  // list built from it) is there before the first step.
   size_t stepOf(const Node* node) const {
-    while (step_of_.count(node) == 0) {
-      node = node->owningBlock()->owningNode();
+    while (true) {
+      auto found = step_of_.find(node);
+      if (found != step_of_.end()) {
+        return found->second;
+      }
+      const Node* owner = node->owningBlock()->owningNode();
+      if (owner == nullptr) {
+        return 0;
+      }
+      node = owner;
     }
-    return step_of_.at(node);
   }
 
   // The last step at which anything that may hold `value`'s memory is used: a search over

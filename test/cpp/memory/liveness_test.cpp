@@ -203,6 +203,31 @@ TEST_P(ContainerLifetime, ResultsMatchTheJitRunAfterRun) {
 INSTANTIATE_TEST_SUITE_P(Liveness, ContainerLifetime, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Found by the generated-graph test: an empty list literal is folded into a top-level constant,
+// which the search for holders reaches; it has no step of its own (a null owner was followed).
+TEST(Liveness, ConstantContainersAmongTheHolders) {
+  for (const char* source : {R"JIT(
+def forward(self, x):
+    y = (x * 2)[0]
+    for i in range(2):
+        y = torch.sigmoid(y)
+    e: List[Tensor] = []
+    return [y], e
+)JIT",
+                             R"JIT(
+def forward(self, x):
+    t = torch.mm(x, x.t())
+    e: List[Tensor] = []
+    l = e[1:]
+    l.extend(e)
+    l.append(t)
+    return torch.cat(l, 0)
+)JIT"}) {
+    SCOPED_TRACE(source);
+    expectMatchesJit(source, {{{torch::randn({3, 4})}}, {{torch::randn({5, 2})}}});
+  }
+}
+
 // A fresh result computed from a list (cat) does not keep the list's tensors alive.
 TEST(Liveness, ComputedFromAListIsNotAHolder) {
   const std::shared_ptr<torch::jit::Graph> graph = preparedGraph(R"JIT(
