@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   }
   int args_count = static_cast<int>(args.size());
   // at::linear reaches OpenBLAS without ATen passing its thread count on; our kernels set it per
-  // call (ops/gemm_threads.cpp), so the baseline gets the same count here.
+  // call (ops/gemm/threads.cpp), so the baseline gets the same count here.
   openblas_set_num_threads(threads);
 
   benchmark::Initialize(&args_count, args.data());

@@ -12,8 +12,8 @@
 #include <torch/script.h>
 
 #include "common/context.h"
-#include "ops/processed_node.h"
-#include "ops/registry.h"
+#include "ops/core/processed_node.h"
+#include "ops/core/registry.h"
 #include "static_runtime/static_runtime.h"
 
 namespace {

@@ -1,9 +1,9 @@
-# ops/cpu/*.cpp hold at::vec::Vectorized loops. Like ATen's own kernels they are compiled once per
-# CPU capability, each with its instruction-set flags and CPU_CAPABILITY naming the inline
-# namespace their symbols live in; ops/vectorized_loops.cpp picks one at run time, the one ATen
-# itself dispatches to, so both compute with the same instructions (and the same Sleef routines).
+# ops/*/cpu/*.cpp hold at::vec::Vectorized loops. Like ATen's own kernels they are compiled once
+# per CPU capability, each with its instruction-set flags and CPU_CAPABILITY naming the inline
+# namespace their symbols live in; ops/elementwise/vectorized_loops.cpp picks one at run time, the
+# one ATen itself dispatches to, so both compute with the same instructions (and Sleef routines).
 # The capability files skip the precompiled header: it is built without these flags.
-file(GLOB SRT_CPU_KERNEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/ops/cpu/*.cpp)
+file(GLOB SRT_CPU_KERNEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/ops/*/cpu/*.cpp)
 
 set(SRT_CPU_FLAGS_DEFAULT "")
 # The instruction sets ATen builds these capabilities with (F16C: every AVX2 CPU has it).

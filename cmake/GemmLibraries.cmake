@@ -1,4 +1,4 @@
-# The libraries behind the GEMM kernels (ops/gemm_*.cpp): oneDNN, OpenBLAS and the OpenMP runtime
+# The libraries behind the GEMM kernels (ops/gemm/): oneDNN, OpenBLAS and the OpenMP runtime
 # oneDNN runs on. Each ends up as an imported target that static_runtime links PRIVATE.
 
 # Debian's dnnl-config.cmake requires the OpenCL development files (for oneDNN's GPU runtime,
@@ -26,7 +26,7 @@ if(NOT TARGET srt::openblas)
     INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
 endif()
 
-# Only omp_get_max_threads / omp_set_num_threads are called (ops/gemm_threads.cpp), so link the
+# Only omp_get_max_threads / omp_set_num_threads are called (ops/gemm/threads.cpp), so link the
 # runtime without compiling the project with -fopenmp. Debian's libdnnl and libtorch use libgomp.
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 if(NOT TARGET srt::openmp_runtime)

@@ -1,5 +1,5 @@
 // attention_fusion: softmax((q @ kᵀ) * scale [+ mask], -1) @ v  ->  srt::attention(q, k, v, mask,
-// scale) (ops/fused_attention.cpp), so the S x S scores never become a graph value.
+// scale) (ops/attention/attention.cpp), so the S x S scores never become a graph value.
 //
 // Matched from the final matmul backwards:
 //   kᵀ      transpose(k, -2, -1) (or the last two dims spelled positively, or a permute swapping

@@ -4,7 +4,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/registry.h"
+#include "ops/core/registry.h"
 #include "passes/describe_node.h"
 #include "passes/prepare.h"
 

@@ -2,7 +2,7 @@
 // scalars, activations, exp/log/sqrt, clamp, pow by a constant, comparisons feeding where) whose
 // intermediates nothing outside the group uses becomes one srt::fused_elementwise node, whose
 // kernel runs the whole group in one pass over the output with no intermediate tensors
-// (ops/fused_elementwise.cpp).
+// (ops/elementwise/fused.cpp).
 //
 // Groups grow backwards from a root (the group's result) through producers whose every use is
 // inside the group, so a value used elsewhere stays a tensor and is an input of the group. Each
@@ -19,7 +19,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/fused_elementwise_program.h"
+#include "ops/elementwise/fused_program.h"
 #include "passes/graph_passes.h"
 
 namespace srt::passes {

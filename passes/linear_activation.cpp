@@ -1,4 +1,4 @@
-// aten::linear followed by an activation becomes one srt::fused_linear node (ops/fused_gemm.cpp),
+// aten::linear followed by an activation becomes one srt::fused_linear node (ops/gemm/fused.cpp),
 // which applies the activation to the GEMM's output while it is still in cache (oneDNN post-op, or
 // one vectorized pass right after the GEMM). The pattern matcher only matches when the linear's
 // output has no other use: a pre-activation value needed elsewhere stays unfused.

@@ -1,5 +1,5 @@
 // list_unpack_fusion: a chunk / split / unbind whose list is only unpacked becomes one node with
-// one output per piece (ops/list_unpack.cpp):
+// one output per piece (ops/shapes/list_unpack.cpp):
 //
 //   %l = aten::chunk(%x, %chunks, %dim)
 //   %a, %b, %c = prim::ListUnpack(%l)      ->    %a, %b, %c = srt::chunk_unpack_3(%x, %chunks,
@@ -10,7 +10,7 @@
 // indexed, appended to) stays as it is.
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/list_unpack.h"
+#include "ops/shapes/list_unpack.h"
 #include "passes/graph_passes.h"
 
 namespace srt::passes {
@@ -19,7 +19,7 @@ namespace {
 using torch::jit::Block;
 using torch::jit::Node;
 
-// The family name of ops/list_unpack.cpp for a node producing a list of views, or nullptr.
+// The family name of ops/shapes/list_unpack.cpp for a node producing a list of views, or nullptr.
 const char* unpackFamily(const Node* node) {
   if (node->matches("aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]")) {
     return "chunk";

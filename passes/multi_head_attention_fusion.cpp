@@ -1,5 +1,5 @@
 // multi_head_attention_fusion: a whole multi-head attention block, from the normalized input x to
-// the merged heads out_proj reads, becomes srt::multi_head_attention (ops/fused_attention.cpp):
+// the merged heads out_proj reads, becomes srt::multi_head_attention (ops/attention/attention.cpp):
 //
 //   q = linear(x, Wq, bq).view(batch, seq, H, Dh).permute(0, 2, 1, 3)     (and k, v alike)
 //   a = srt::attention(q, k, v, mask, scale)                              (attention_fusion)

@@ -1,6 +1,6 @@
 // A transpose of the last two dimensions feeding a GEMM becomes the GEMM's transpose flag, and a
 // constant scalar multiplying (or dividing) its result becomes its alpha: one srt::gemm node
-// (ops/fused_gemm.cpp) instead of a view (which use_copy_variants would turn into a copy), a
+// (ops/gemm/fused.cpp) instead of a view (which use_copy_variants would turn into a copy), a
 // GEMM and a pass over the output. OpenBLAS reads a transposed operand in place.
 //
 // Only rewrites that keep every result (and every error) of the original are made:

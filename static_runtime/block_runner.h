@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "ops/processed_node.h"
+#include "ops/core/processed_node.h"
 #include "static_runtime/program.h"
 
 namespace srt {

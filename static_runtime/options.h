@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "memory/planner.h"
-#include "ops/kernel_options.h"
+#include "ops/core/kernel_options.h"
 
 namespace srt {
 

@@ -4,7 +4,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/processed_node.h"
+#include "ops/core/processed_node.h"
 
 namespace srt {
 

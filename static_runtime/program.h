@@ -7,8 +7,8 @@
 #include <ATen/core/ivalue.h>
 
 #include "memory/memory_planner.h"
-#include "ops/processed_node.h"
-#include "ops/registry.h"
+#include "ops/core/processed_node.h"
+#include "ops/core/registry.h"
 #include "static_runtime/stats.h"
 
 namespace torch::jit {

@@ -9,7 +9,7 @@
 #include <ATen/core/ivalue.h>
 
 #include "memory/memory_planner.h"
-#include "ops/scratch.h"
+#include "ops/core/scratch.h"
 #include "static_runtime/argument_binding.h"
 #include "static_runtime/memory_plan_entry.h"
 #include "static_runtime/runtime_options.h"

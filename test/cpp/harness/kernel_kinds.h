@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/differential.h"
-#include "ops/kernel.h"
+#include "ops/core/kernel.h"
 #include "static_runtime/program.h"
 
 namespace srt::testing {

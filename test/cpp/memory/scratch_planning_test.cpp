@@ -1,7 +1,7 @@
 // Kernel scratch through the memory planner: a node's scratch request is learned on the first
 // run, placed in the arena for that node's step only, and served from there afterwards with no
 // allocation. batch_norm's statistics folded into per-channel scale and shift are such scratch
-// (ops/normalization.cpp): 2 floats per channel.
+// (ops/normalization/normalization.cpp): 2 floats per channel.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

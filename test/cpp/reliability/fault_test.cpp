@@ -13,8 +13,8 @@
 
 #include "harness/differential.h"
 #include "harness/pass_testing.h"
-#include "ops/out_variant.h"
-#include "ops/registry.h"
+#include "ops/core/out_variant.h"
+#include "ops/core/registry.h"
 
 namespace srt::testing {
 namespace {

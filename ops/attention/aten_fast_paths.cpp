@@ -1,0 +1,68 @@
+// PyTorch's fused encoder-layer and multi-head-attention ops, which nn.TransformerEncoderLayer and
+// nn.MultiheadAttention call on their inference fast path. There is no out path for either, so
+// these native kernels call the at::native implementation directly: they allocate like the JIT
+// does, minus the JIT stack and the dispatcher.
+#include <ATen/NativeFunctions.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "ops/core/inference_dispatch.h"
+#include "ops/core/processed_node.h"
+#include "ops/core/registry.h"
+#include "ops/core/schema_match.h"
+
+namespace srt::ops {
+namespace {
+
+const at::Tensor& tensorAt(const ProcessedNode& p, size_t i) {
+  return p.input(i).toTensor();
+}
+
+c10::optional<at::Tensor> optionalTensor(const c10::IValue& value) {
+  return value.isNone() ? c10::nullopt : c10::optional<at::Tensor>(value.toTensor());
+}
+
+c10::optional<int64_t> optionalInt(const c10::IValue& value) {
+  return value.isNone() ? c10::nullopt : c10::optional<int64_t>(value.toInt());
+}
+
+void encoderLayer(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
+  p.output(0) = at::native::transformer_encoder_layer_forward(
+      tensorAt(p, 0), p.input(1).toInt(), p.input(2).toInt(), tensorAt(p, 3), tensorAt(p, 4),
+      tensorAt(p, 5), tensorAt(p, 6), p.input(7).toBool(), p.input(8).toBool(),
+      p.input(9).toDouble(), tensorAt(p, 10), tensorAt(p, 11), tensorAt(p, 12), tensorAt(p, 13),
+      tensorAt(p, 14), tensorAt(p, 15), tensorAt(p, 16), tensorAt(p, 17),
+      optionalTensor(p.input(18)), optionalInt(p.input(19)));
+}
+
+void multiHeadAttention(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
+  auto [output, weights] = at::native::native_multi_head_attention(
+      tensorAt(p, 0), tensorAt(p, 1), tensorAt(p, 2), p.input(3).toInt(), p.input(4).toInt(),
+      tensorAt(p, 5), tensorAt(p, 6), tensorAt(p, 7), tensorAt(p, 8), optionalTensor(p.input(9)),
+      p.input(10).toBool(), p.input(11).toBool(), optionalInt(p.input(12)));
+  p.output(0) = std::move(output);
+  p.output(1) = std::move(weights);
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL(
+    "aten::_transformer_encoder_layer_fwd", kNative,
+    whenMatches(
+        "aten::_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, "
+        "Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool "
+        "use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor norm_bias_1, "
+        "Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, "
+        "Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> "
+        "Tensor",
+        encoderLayer));
+SRT_REGISTER_KERNEL(
+    "aten::_native_multi_head_attention", kNative,
+    whenMatches("aten::_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int "
+                "embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, "
+                "Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool "
+                "average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)",
+                multiHeadAttention));
+
+} // namespace srt::ops

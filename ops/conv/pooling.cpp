@@ -1,0 +1,283 @@
+// 2-D pooling: max_pool2d, avg_pool2d and adaptive_avg_pool2d (conv2d is ops/conv/conv2d.cpp).
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <ATen/CPUFunctions.h>
+#include <ATen/NativeFunctions.h>
+#include <ATen/Parallel.h>
+#include <ATen/native/Pool.h>
+#include <c10/util/accumulate.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "ops/elementwise/fast_path.h"
+#include "ops/core/inference_dispatch.h"
+#include "ops/core/out_variant.h"
+#include "ops/core/processed_node.h"
+#include "ops/core/registry.h"
+#include "ops/core/schema_match.h"
+
+namespace srt::ops {
+namespace {
+
+// kernel_size, stride, padding or dilation of one or two elements, as ATen reads them (an empty
+// stride means the kernel size).
+int64_t pair(at::IntArrayRef values, size_t i, int64_t if_empty) {
+  return values.empty() ? if_empty : values[values.size() == 1 ? 0 : i];
+}
+
+struct PoolWindow {
+  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  bool ceil_mode;
+};
+
+// The window from max_pool2d's arguments, or std::nullopt when they are malformed (ATen's checks
+// then report them).
+std::optional<PoolWindow> poolWindow(ProcessedNode& p) {
+  const at::DimVector kernel = p.input(1).toDimVector();
+  const at::DimVector stride = p.input(2).toDimVector();
+  const at::DimVector padding = p.input(3).toDimVector();
+  const at::DimVector dilation = p.input(4).toDimVector();
+  const bool well_formed = !kernel.empty() && kernel.size() <= 2 && stride.size() <= 2 &&
+                           !padding.empty() && padding.size() <= 2 && !dilation.empty() &&
+                           dilation.size() <= 2;
+  if (!well_formed) {
+    return std::nullopt;
+  }
+  PoolWindow w{pair(kernel, 0, 0),
+               pair(kernel, 1, 0),
+               0,
+               0,
+               pair(padding, 0, 0),
+               pair(padding, 1, 0),
+               pair(dilation, 0, 1),
+               pair(dilation, 1, 1),
+               p.input(5).toBool()};
+  w.stride_h = pair(stride, 0, w.kernel_h);
+  w.stride_w = pair(stride, 1, w.kernel_w);
+  if (w.kernel_h <= 0 || w.kernel_w <= 0 || w.stride_h <= 0 || w.stride_w <= 0 ||
+      w.dilation_h <= 0 || w.dilation_w <= 0) {
+    return std::nullopt;
+  }
+  return w;
+}
+
+// max of a, b, c, d, or NaN when any is NaN (ATen's rule), without branches.
+inline float max4(float a, float b, float c, float d) {
+  const bool nan = std::isnan(a) | std::isnan(b) | std::isnan(c) | std::isnan(d);
+  const float max = std::max(std::max(a, b), std::max(c, d));
+  return nan ? std::numeric_limits<float>::quiet_NaN() : max;
+}
+
+// The usual 2x2 window, stride 2, no padding or dilation, whole windows only (floor mode, or
+// ceil mode on even sizes): four loads per output and no loop overhead, which on 2x2 windows was
+// most of the general loop's time.
+bool isPlainTwoByTwo(const PoolWindow& w, int64_t in_h, int64_t in_w, int64_t out_h,
+                     int64_t out_w) {
+  return w.kernel_h == 2 && w.kernel_w == 2 && w.stride_h == 2 && w.stride_w == 2 && w.pad_h == 0 &&
+         w.pad_w == 0 && w.dilation_h == 1 && w.dilation_w == 1 && 2 * out_h <= in_h &&
+         2 * out_w <= in_w;
+}
+
+void maxPoolPlaneTwoByTwo(const float* in, int64_t in_w, float* out, int64_t out_h, int64_t out_w) {
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    const float* top = in + 2 * oy * in_w;
+    const float* bottom = top + in_w;
+    float* o = out + oy * out_w;
+    for (int64_t ox = 0; ox < out_w; ++ox) {
+      o[ox] = max4(top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]);
+    }
+  }
+}
+
+// One [H, W] plane: the max over each window, NaN winning as in ATen's kernel.
+void maxPoolPlane(const float* in, int64_t in_h, int64_t in_w, float* out, int64_t out_h,
+                  int64_t out_w, const PoolWindow& w) {
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    int64_t h_start = oy * w.stride_h - w.pad_h;
+    const int64_t h_end = std::min(h_start + (w.kernel_h - 1) * w.dilation_h + 1, in_h);
+    while (h_start < 0) {
+      h_start += w.dilation_h;
+    }
+    for (int64_t ox = 0; ox < out_w; ++ox) {
+      int64_t w_start = ox * w.stride_w - w.pad_w;
+      const int64_t w_end = std::min(w_start + (w.kernel_w - 1) * w.dilation_w + 1, in_w);
+      while (w_start < 0) {
+        w_start += w.dilation_w;
+      }
+      // Branch-free: on real data "v > max" is a coin toss, and mispredicting it cost more
+      // than the rest of the loop (perf, SmallCNN).
+      float max = -std::numeric_limits<float>::infinity();
+      bool nan = false;
+      for (int64_t y = h_start; y < h_end; y += w.dilation_h) {
+        const float* row = in + y * in_w;
+        for (int64_t x = w_start; x < w_end; x += w.dilation_w) {
+          const float v = row[x];
+          max = std::max(max, v);
+          nan |= std::isnan(v);
+        }
+      }
+      out[oy * out_w + ox] = nan ? std::numeric_limits<float>::quiet_NaN() : max;
+    }
+  }
+}
+
+// Contiguous float32 NCHW / CHW input: plain loops over the planes. ATen's max_pool2d is
+// max_pool2d_with_indices, which also computes and writes an index per output: 11 us of the
+// small CNN's 41 us. False when the input is anything else.
+bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
+  if (self.scalar_type() != at::kFloat || (self.dim() != 3 && self.dim() != 4) ||
+      !self.is_contiguous()) {
+    return false;
+  }
+  const std::optional<PoolWindow> window = poolWindow(p);
+  if (!window) {
+    return false;
+  }
+  const PoolWindow& w = *window;
+  const int64_t in_h = self.size(-2);
+  const int64_t in_w = self.size(-1);
+  const int64_t channels = self.size(-3);
+  const int64_t out_h = at::native::pooling_output_shape<int64_t>(
+      in_h, w.kernel_h, w.pad_h, w.stride_h, w.dilation_h, w.ceil_mode);
+  const int64_t out_w = at::native::pooling_output_shape<int64_t>(
+      in_w, w.kernel_w, w.pad_w, w.stride_w, w.dilation_w, w.ceil_mode);
+  // ATen's own argument checks and messages (padding at most half the kernel, output not empty).
+  at::native::pool2d_shape_check(self, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h,
+                                 w.pad_w, w.dilation_h, w.dilation_w, channels, in_h, in_w, out_h,
+                                 out_w, at::MemoryFormat::Contiguous);
+  at::DimVector shape(self.sizes().begin(), self.sizes().end());
+  shape[shape.size() - 2] = out_h;
+  shape[shape.size() - 1] = out_w;
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::native::resize_(out, shape);
+  const int64_t planes = self.numel() / std::max<int64_t>(1, in_h * in_w);
+  const float* in = self.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  // Planes split over the intra-op threads as in ATen, at least ~16k window reads per task.
+  const int64_t reads_per_plane = std::max<int64_t>(1, out_h * out_w * w.kernel_h * w.kernel_w);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_plane);
+  at::parallel_for(0, planes, grain, [&](int64_t begin, int64_t end) {
+    const bool two_by_two = isPlainTwoByTwo(w, in_h, in_w, out_h, out_w);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* plane_in = in + plane * in_h * in_w;
+      float* plane_out = o + plane * out_h * out_w;
+      if (two_by_two) {
+        maxPoolPlaneTwoByTwo(plane_in, in_w, plane_out, out_h, out_w);
+      } else {
+        maxPoolPlane(plane_in, in_h, in_w, plane_out, out_h, out_w, w);
+      }
+    }
+  });
+  return true;
+}
+
+// Anything else is max_pool2d_with_indices with the indices dropped, as in ATen. The indices are
+// kernel scratch: their shape is the output's, computed here with ATen's formula. (Were it off,
+// the out call could not grow the scratch-backed tensor and would throw; invalid arguments are
+// rejected by ATen's own checks first.)
+void maxPool2d(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  if (maxPool2dContiguousFloat(p, self)) {
+    return;
+  }
+  const at::DimVector kernel = p.input(1).toDimVector();
+  const at::DimVector stride = p.input(2).toDimVector();
+  const at::DimVector padding = p.input(3).toDimVector();
+  const at::DimVector dilation = p.input(4).toDimVector();
+  const bool ceil_mode = p.input(5).toBool();
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::DimVector shape(self.sizes().begin(), self.sizes().end());
+  const std::optional<PoolWindow> window =
+      self.dim() == 3 || self.dim() == 4 ? poolWindow(p) : std::nullopt;
+  if (window) {
+    for (size_t i = 0; i < 2; ++i) {
+      int64_t& extent = shape[shape.size() - 2 + i];
+      extent = at::native::pooling_output_shape<int64_t>(
+          extent, i == 0 ? window->kernel_h : window->kernel_w,
+          i == 0 ? window->pad_h : window->pad_w, i == 0 ? window->stride_h : window->stride_w,
+          i == 0 ? window->dilation_h : window->dilation_w, ceil_mode);
+    }
+  }
+  const int64_t numel = c10::multiply_integers(shape);
+  at::Tensor indices =
+      at::from_blob(p.scratch(std::max<int64_t>(numel, 1) * sizeof(int64_t)), shape, at::kLong);
+  at::cpu::max_pool2d_with_indices_outf(self, kernel, stride, padding, dilation, ceil_mode, out,
+                                        indices);
+}
+
+// Global average pooling (output 1x1) of contiguous float32 NCHW / CHW with non-empty planes: one
+// mean per plane. ATen's general kernel took 2.6 us for SmallCNN's 16 planes of 14x14.
+bool globalAvgPoolContiguousFloat(ProcessedNode& p, const at::Tensor& self,
+                                  const at::DimVector& output_size) {
+  const bool global = output_size.size() == 2 && output_size[0] == 1 && output_size[1] == 1;
+  if (!global || self.scalar_type() != at::kFloat || (self.dim() != 3 && self.dim() != 4) ||
+      !self.is_contiguous() || self.size(-1) == 0 || self.size(-2) == 0) {
+    return false;
+  }
+  at::DimVector shape(self.sizes().begin(), self.sizes().end());
+  shape[shape.size() - 2] = 1;
+  shape[shape.size() - 1] = 1;
+  at::Tensor& out = contiguousOutput(p, 0, shape, self.options());
+  const int64_t plane = self.size(-2) * self.size(-1);
+  const int64_t planes = self.numel() / plane;
+  const float* in = self.data_ptr<float>();
+  float* o = floatData(out);
+  for (int64_t i = 0; i < planes; ++i) {
+    const float* x = in + i * plane;
+    // In double, as ATen accumulates float; four partial sums, so the adds do not wait on each
+    // other (one chain took 2.3 us for SmallCNN's 16 planes of 196).
+    double sums[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t j = 0;
+    for (; j + 4 <= plane; j += 4) {
+      for (int lane = 0; lane < 4; ++lane) {
+        sums[lane] += x[j + lane];
+      }
+    }
+    for (; j < plane; ++j) {
+      sums[0] += x[j];
+    }
+    const double sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    o[i] = static_cast<float>(sum / static_cast<double>(plane));
+  }
+  return true;
+}
+
+void adaptiveAvgPool2d(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::DimVector output_size = p.input(1).toDimVector();
+  if (globalAvgPoolContiguousFloat(p, self, output_size)) {
+    return;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::cpu::adaptive_avg_pool2d_outf(self, output_size, out);
+}
+
+// avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+// DenseNet's transitions, Inception's pooling branches. ATen's kernel into the reused output.
+void avgPool2d(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  at::cpu::avg_pool2d_outf(self, p.input(1).toDimVector(), p.input(2).toDimVector(),
+                           p.input(3).toDimVector(), p.input(4).toBool(), p.input(5).toBool(),
+                           p.input(6).toOptional<int64_t>(), outputTensorLike(p, 0, self));
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL(
+    "aten::avg_pool2d", kOutVariant,
+    whenMatches("aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
+                "padding=0, bool ceil_mode=False, bool count_include_pad=True, int? "
+                "divisor_override=None) -> Tensor",
+                avgPool2d));
+SRT_REGISTER_KERNEL(
+    "aten::max_pool2d", kOutVariant,
+    whenMatches("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], "
+                "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+                maxPool2d));
+SRT_REGISTER_KERNEL(
+    "aten::adaptive_avg_pool2d", kOutVariant,
+    whenMatches("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+                adaptiveAvgPool2d));
+
+} // namespace srt::ops

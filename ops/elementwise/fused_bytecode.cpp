@@ -1,0 +1,372 @@
+// Compiles a fused_elementwise program to bytecode, and runs bytecode on the CPU capability ATen
+// uses, split over intra-op threads.
+#include "ops/elementwise/fused_bytecode.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <ATen/Parallel.h>
+
+#include "ops/elementwise/fused_program.h"
+#include "ops/elementwise/vectorized_loops.h"
+
+namespace srt::ops::fused {
+
+// One declaration per build of ops/elementwise/cpu/fused_loops.cpp (cmake/CpuKernels.cmake).
+#define SRT_DECLARE_CAPABILITY_RANGE(capability)                                                   \
+  namespace capability {                                                                           \
+  void runRange(const Bytecode& code, const InputBinding* inputs, float* out, int64_t begin,       \
+                int64_t end);                                                                      \
+  }
+SRT_DECLARE_CAPABILITY_RANGE(DEFAULT)
+SRT_DECLARE_CAPABILITY_RANGE(AVX2)
+SRT_DECLARE_CAPABILITY_RANGE(AVX512)
+#undef SRT_DECLARE_CAPABILITY_RANGE
+
+namespace {
+
+// A literal as a float32 kernel sees it: cast like TensorIterator casts a CPU scalar operand.
+float toFloat(const c10::Scalar& number) {
+  return number.isFloatingPoint() ? static_cast<float>(number.toDouble())
+                                  : static_cast<float>(number.toLong());
+}
+
+// The operand positions that are values (tensors, scalars, temps or number literals) rather
+// than parameters folded into the step.
+size_t numValueOperands(OpKind op) {
+  switch (op) {
+  case OpKind::kAdd:
+  case OpKind::kSub:
+  case OpKind::kRsub:
+  case OpKind::kMul:
+  case OpKind::kDiv:
+  case OpKind::kGt:
+  case OpKind::kLt:
+  case OpKind::kGe:
+  case OpKind::kLe:
+  case OpKind::kEq:
+  case OpKind::kNe:
+    return 2;
+  case OpKind::kWhere:
+    return 3;
+  default:
+    return 1;
+  }
+}
+
+// Ops whose step is the op itself, with no parameter.
+std::optional<VecOp> directOp(OpKind op) {
+  switch (op) {
+  case OpKind::kRelu:
+    return VecOp::kRelu;
+  case OpKind::kSigmoid:
+    return VecOp::kSigmoid;
+  case OpKind::kTanh:
+    return VecOp::kTanh;
+  case OpKind::kExp:
+    return VecOp::kExp;
+  case OpKind::kLog:
+    return VecOp::kLog;
+  case OpKind::kSqrt:
+    return VecOp::kSqrt;
+  case OpKind::kRsqrt:
+    return VecOp::kRsqrt;
+  case OpKind::kNeg:
+    return VecOp::kNeg;
+  case OpKind::kAbs:
+    return VecOp::kAbs;
+  case OpKind::kReciprocal:
+    return VecOp::kReciprocal;
+  case OpKind::kSilu:
+    return VecOp::kSilu;
+  case OpKind::kHardswish:
+    return VecOp::kHardswish;
+  case OpKind::kMul:
+    return VecOp::kMul;
+  case OpKind::kDiv:
+    return VecOp::kDiv;
+  case OpKind::kGt:
+    return VecOp::kGt;
+  case OpKind::kLt:
+    return VecOp::kLt;
+  case OpKind::kGe:
+    return VecOp::kGe;
+  case OpKind::kLe:
+    return VecOp::kLe;
+  case OpKind::kEq:
+    return VecOp::kEq;
+  case OpKind::kNe:
+    return VecOp::kNe;
+  case OpKind::kWhere:
+    return VecOp::kWhere;
+  default:
+    return std::nullopt;
+  }
+}
+
+// ATen's pow(Tensor, Scalar exponent) on float: 0 fills ones, 1 copies, and 0.5, -0.5, -1, 2, 3
+// and -2 take dedicated kernels (pow_out and pow_tensor_scalar_optimized_kernel).
+Step powStep(double exponent) {
+  if (exponent == 0.0) {
+    return {VecOp::kFillOne, 0};
+  }
+  if (exponent == 1.0) {
+    return {VecOp::kCopy, 0};
+  }
+  if (exponent == 0.5) {
+    return {VecOp::kSqrt, 0};
+  }
+  if (exponent == -0.5) {
+    return {VecOp::kRsqrt, 0};
+  }
+  if (exponent == -1.0) {
+    return {VecOp::kReciprocal, 0};
+  }
+  if (exponent == 2.0) {
+    return {VecOp::kSquare, 0};
+  }
+  if (exponent == 3.0) {
+    return {VecOp::kCube, 0};
+  }
+  if (exponent == -2.0) {
+    return {VecOp::kInverseSquare, 0};
+  }
+  Step step{VecOp::kPow, 0};
+  step.a = static_cast<float>(exponent);
+  return step;
+}
+
+class Compiler {
+public:
+  Compiler(const Program& program, uint32_t num_inputs)
+      : program_(program), last_use_(program.code.size(), 0) {
+    code_.num_inputs = num_inputs;
+  }
+
+  std::optional<Bytecode> compile(std::string* why) {
+    const std::string problem = check();
+    if (!problem.empty()) {
+      if (why != nullptr) {
+        *why = problem;
+      }
+      return std::nullopt;
+    }
+    // Constants first: registers are numbered after them.
+    for (const Instruction& instruction : program_.code) {
+      for (size_t k = 0; k < numValueOperands(instruction.op); ++k) {
+        if (instruction.args[k].kind == Operand::Kind::kNumber) {
+          constantSlot(toFloat(instruction.args[k].number));
+        }
+      }
+    }
+    temp_register_.assign(program_.code.size(), 0);
+    for (size_t i = 0; i < program_.code.size(); ++i) {
+      emit(i);
+    }
+    if (code_.firstRegisterSlot() + code_.num_registers > kMaxBuffers) {
+      if (why != nullptr) {
+        *why = "the program needs " +
+               std::to_string(code_.firstRegisterSlot() + code_.num_registers) +
+               " buffers, more than the " + std::to_string(kMaxBuffers) + " the loops hold";
+      }
+      return std::nullopt;
+    }
+    return std::move(code_);
+  }
+
+private:
+  // What the float32 fast path cannot run; "" when it can.
+  std::string check() {
+    if (program_.num_inputs > code_.num_inputs) {
+      return "the program reads x" + std::to_string(program_.num_inputs - 1) + " of " +
+             std::to_string(code_.num_inputs) + " inputs";
+    }
+    for (size_t i = 0; i < program_.code.size(); ++i) {
+      const Instruction& instruction = program_.code[i];
+      for (size_t k = 0; k < instruction.args.size(); ++k) {
+        const Operand& operand = instruction.args[k];
+        const bool is_condition = instruction.op == OpKind::kWhere && k == 0;
+        const bool is_bool =
+            operand.kind == Operand::Kind::kTemp && returnsBool(program_.code[operand.index].op);
+        if (is_condition != is_bool) {
+          return is_condition ? "where's condition is not computed by a comparison"
+                              : "a comparison's result is used other than as where's condition";
+        }
+        if (operand.kind == Operand::Kind::kTemp) {
+          last_use_[operand.index] = i;
+        }
+      }
+      if (instruction.op == OpKind::kClamp || instruction.op == OpKind::kClampMin ||
+          instruction.op == OpKind::kClampMax) {
+        bool any_bound = false;
+        for (size_t k = 1; k < instruction.args.size(); ++k) {
+          const Operand& bound = instruction.args[k];
+          if (bound.kind == Operand::Kind::kNumber) {
+            any_bound = true;
+            if (std::isnan(bound.number.toDouble())) {
+              return "a NaN clamp bound"; // ATen fills NaN; left to ATen
+            }
+          }
+        }
+        if (!any_bound) {
+          return "clamp without bounds";
+        }
+      }
+    }
+    if (returnsBool(program_.code.back().op)) {
+      return "the result is a bool tensor";
+    }
+    if (code_.num_inputs > kMaxInputs) {
+      return "more than " + std::to_string(kMaxInputs) + " inputs";
+    }
+    if (code_.num_inputs + program_.code.size() > kMaxBuffers) {
+      return "too many inputs and values for the loops' buffers";
+    }
+    return "";
+  }
+
+  uint8_t constantSlot(float value) {
+    for (size_t i = 0; i < code_.constants.size(); ++i) {
+      if (std::memcmp(&code_.constants[i], &value, sizeof(float)) == 0) {
+        return static_cast<uint8_t>(code_.firstConstantSlot() + i);
+      }
+    }
+    code_.constants.push_back(value);
+    return static_cast<uint8_t>(code_.firstConstantSlot() + code_.constants.size() - 1);
+  }
+
+  uint8_t slot(const Operand& operand) {
+    switch (operand.kind) {
+    case Operand::Kind::kInput:
+      return static_cast<uint8_t>(operand.index);
+    case Operand::Kind::kNumber:
+      return constantSlot(toFloat(operand.number));
+    case Operand::Kind::kTemp:
+      return static_cast<uint8_t>(code_.firstRegisterSlot() + temp_register_[operand.index]);
+    default:
+      TORCH_INTERNAL_ASSERT(false, "fused_elementwise: a parameter used as a value");
+    }
+  }
+
+  void emit(size_t i) {
+    const Instruction& instruction = program_.code[i];
+    const std::vector<Operand>& args = instruction.args;
+    Step step = makeStep(instruction);
+    const size_t num_values = numValueOperands(instruction.op);
+    for (size_t k = 0; k < num_values; ++k) {
+      step.src[k] = slot(args[k]);
+    }
+    if (instruction.op == OpKind::kRsub) { // other - alpha * self
+      std::swap(step.src[0], step.src[1]);
+    }
+    // An operand's register is free once this step has read it: steps are element-wise, so
+    // the step may write the register it reads.
+    for (size_t k = 0; k < num_values; ++k) {
+      if (args[k].kind == Operand::Kind::kTemp && last_use_[args[k].index] == i) {
+        busy_[temp_register_[args[k].index]] = false;
+      }
+    }
+    if (i + 1 == program_.code.size()) {
+      step.dst = kOutputSlot;
+    } else {
+      size_t reg = 0;
+      while (reg < busy_.size() && busy_[reg]) {
+        ++reg;
+      }
+      if (reg == busy_.size()) {
+        busy_.push_back(false);
+      }
+      busy_[reg] = true;
+      temp_register_[i] = static_cast<uint32_t>(reg);
+      code_.num_registers = static_cast<uint32_t>(busy_.size());
+      step.dst = static_cast<uint8_t>(code_.firstRegisterSlot() + reg);
+    }
+    code_.steps.push_back(step);
+  }
+
+  static Step makeStep(const Instruction& instruction) {
+    const std::vector<Operand>& args = instruction.args;
+    auto number = [&](size_t k, double otherwise) {
+      return k < args.size() ? args[k].number : c10::Scalar(otherwise);
+    };
+    switch (instruction.op) {
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kRsub: {
+      const float alpha = toFloat(number(2, 1.0));
+      Step step{VecOp::kAdd, 0};
+      step.a = instruction.op == OpKind::kAdd ? alpha : -alpha;
+      return step;
+    }
+    case OpKind::kGelu:
+      return {args.size() > 1 && args[1].text == "tanh" ? VecOp::kGeluTanh : VecOp::kGelu, 0};
+    case OpKind::kLeakyRelu: {
+      Step step{VecOp::kLeakyRelu, 0};
+      step.a = toFloat(number(1, 0.01));
+      return step;
+    }
+    case OpKind::kClamp:
+    case OpKind::kClampMin:
+    case OpKind::kClampMax: {
+      const bool has_min =
+          instruction.op != OpKind::kClampMax && args[1].kind == Operand::Kind::kNumber;
+      const Operand& max_operand = args[instruction.op == OpKind::kClamp ? 2 : 1];
+      const bool has_max =
+          instruction.op != OpKind::kClampMin && max_operand.kind == Operand::Kind::kNumber;
+      Step step{
+          has_min && has_max ? VecOp::kClamp : (has_min ? VecOp::kClampMin : VecOp::kClampMax), 0};
+      step.a = has_min ? toFloat(args[1].number) : 0.f;
+      step.b = has_max ? toFloat(max_operand.number) : 0.f;
+      return step;
+    }
+    case OpKind::kPow:
+      return powStep(args[1].number.toDouble());
+    default: {
+      const std::optional<VecOp> op = directOp(instruction.op);
+      TORCH_INTERNAL_ASSERT(op.has_value(), "fused_elementwise: no vector op for ",
+                            opName(instruction.op));
+      return {*op, 0};
+    }
+    }
+  }
+
+  const Program& program_;
+  Bytecode code_;
+  std::vector<size_t> last_use_;
+  std::vector<uint32_t> temp_register_;
+  std::vector<bool> busy_;
+};
+
+RangeFunction pickRangeFunction() {
+  // The capability ATen's own kernels use (ops/elementwise/vectorized_loops.cpp picks it): the Sleef
+  // routines differ between capabilities, and fused results should match unfused ones.
+  const std::string capability = vec::capability();
+  if (capability == "AVX512") {
+    return AVX512::runRange;
+  }
+  if (capability == "AVX2") {
+    return AVX2::runRange;
+  }
+  return DEFAULT::runRange;
+}
+
+// ATen's at::internal::GRAIN_SIZE: below it, waking threads costs more than it saves.
+constexpr int64_t kGrainSize = 32768;
+
+} // namespace
+
+std::optional<Bytecode> compile(const Program& program, uint32_t num_inputs, std::string* why) {
+  return Compiler(program, num_inputs).compile(why);
+}
+
+void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel) {
+  static const RangeFunction range = pickRangeFunction();
+  if (numel <= kGrainSize) {
+    range(code, inputs, out, 0, numel);
+    return;
+  }
+  at::parallel_for(0, numel, kGrainSize,
+                   [&](int64_t begin, int64_t end) { range(code, inputs, out, begin, end); });
+}
+
+} // namespace srt::ops::fused

@@ -1,0 +1,156 @@
+// Picks the capability build of ops/elementwise/cpu/float_loops.cpp and splits large ranges over threads.
+#include "ops/elementwise/vectorized_loops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+
+namespace srt::ops::vec {
+
+// One declaration per build of ops/elementwise/cpu/float_loops.cpp (cmake/CpuKernels.cmake).
+#define SRT_DECLARE_CAPABILITY_LOOPS(capability)                                                   \
+  namespace capability {                                                                           \
+  void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params);                \
+  void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n,              \
+                  Params params);                                                                  \
+  void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, float* out,       \
+                   int64_t n);                                                                     \
+  void softmaxRowsLoop(float* x, int64_t rows, int64_t n);                                         \
+  void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, float eps,         \
+                         float* out, int64_t rows, int64_t n);                                     \
+  float dotLoop(const float* x, const float* y, int64_t n);                                        \
+  void rowTimesMatrixLoop(const float* x, const float* w, int64_t ld, const float* bias, float* y, \
+                          int64_t k, int64_t n);                                                   \
+  }
+SRT_DECLARE_CAPABILITY_LOOPS(DEFAULT)
+SRT_DECLARE_CAPABILITY_LOOPS(AVX2)
+SRT_DECLARE_CAPABILITY_LOOPS(AVX512)
+#undef SRT_DECLARE_CAPABILITY_LOOPS
+
+namespace {
+
+struct Loops {
+  const char* name;
+  decltype(&DEFAULT::unaryLoop) unary;
+  decltype(&DEFAULT::binaryLoop) binary;
+  decltype(&DEFAULT::ternaryLoop) ternary;
+  decltype(&DEFAULT::softmaxRowsLoop) softmax_rows;
+  decltype(&DEFAULT::layerNormRowsLoop) layer_norm_rows;
+  decltype(&DEFAULT::dotLoop) dot;
+  decltype(&DEFAULT::rowTimesMatrixLoop) row_times_matrix;
+};
+
+#define SRT_CAPABILITY_LOOPS(capability)                                                           \
+  Loops {                                                                                          \
+#capability, capability::unaryLoop, capability::binaryLoop, capability::ternaryLoop,           \
+        capability::softmaxRowsLoop, capability::layerNormRowsLoop, capability::dotLoop,           \
+        capability::rowTimesMatrixLoop                                                             \
+  }
+constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
+constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
+constexpr Loops kAvx512 = SRT_CAPABILITY_LOOPS(AVX512);
+#undef SRT_CAPABILITY_LOOPS
+
+// ATen's choice (ATEN_CPU_CAPABILITY, else what the CPU has: Debian's 1.13 reports AVX2 on
+// this project's AVX-512 machines). LibTorch 1.13 has no getter for it; its build report names it.
+// Matching it keeps our results bit-identical to ATen's: the capabilities differ in Sleef routines.
+const Loops& pickLoops() {
+  const std::string report = at::show_config();
+  const std::string key = "CPU capability usage: ";
+  const size_t at = report.find(key);
+  const std::string aten =
+      at == std::string::npos
+          ? std::string()
+          : report.substr(at + key.size(), report.find('\n', at) - at - key.size());
+  __builtin_cpu_init();
+  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (aten == "AVX512" && has_avx512) {
+    return kAvx512;
+  }
+  if ((aten == "AVX2" || (aten.empty() && has_avx2)) && has_avx2) {
+    return kAvx2;
+  }
+  return kDefault;
+}
+
+const Loops& loops() {
+  static const Loops& chosen = pickLoops();
+  return chosen;
+}
+
+// ATen's at::internal::GRAIN_SIZE: below it, waking threads costs more than it saves.
+constexpr int64_t kGrainSize = 32768;
+
+template <typename Body> void splitOverThreads(int64_t n, const Body& body) {
+  if (n <= kGrainSize) {
+    body(0, n);
+  } else {
+    at::parallel_for(0, n, kGrainSize, body);
+  }
+}
+
+} // namespace
+
+void map(UnaryOp op, const float* x, float* out, int64_t n, Params params) {
+  const auto fn = loops().unary;
+  splitOverThreads(
+      n, [&](int64_t begin, int64_t end) { fn(op, x + begin, out + begin, end - begin, params); });
+}
+
+void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params) {
+  const auto fn = loops().binary;
+  splitOverThreads(n, [&](int64_t begin, int64_t end) {
+    fn(op, x + begin, y + begin, out + begin, end - begin, params);
+  });
+}
+
+void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n) {
+  const auto fn = loops().ternary;
+  splitOverThreads(n, [&](int64_t begin, int64_t end) {
+    fn(op, x + begin, y + begin, z + begin, out + begin, end - begin);
+  });
+}
+
+// Rows per task so that a task holds about kGrainSize floats.
+template <typename Body> void splitRowsOverThreads(int64_t rows, int64_t n, const Body& body) {
+  if (rows * n <= kGrainSize || rows == 1) {
+    body(0, rows);
+  } else {
+    at::parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n)), body);
+  }
+}
+
+void softmaxRows(float* x, int64_t rows, int64_t n) {
+  const auto fn = loops().softmax_rows;
+  splitRowsOverThreads(rows, n,
+                       [&](int64_t begin, int64_t end) { fn(x + begin * n, end - begin, n); });
+}
+
+void layerNormRows(const float* x, const float* gamma, const float* beta, float eps, float* out,
+                   int64_t rows, int64_t n) {
+  const auto fn = loops().layer_norm_rows;
+  splitRowsOverThreads(rows, n, [&](int64_t begin, int64_t end) {
+    fn(x + begin * n, gamma, beta, eps, out + begin * n, end - begin, n);
+  });
+}
+
+float dot(const float* x, const float* y, int64_t n) {
+  return loops().dot(x, y, n);
+}
+
+void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
+                    int64_t k, int64_t n) {
+  loops().row_times_matrix(x, w, ld, bias, y, k, n);
+}
+
+const char* capability() {
+  return loops().name;
+}
+
+} // namespace srt::ops::vec

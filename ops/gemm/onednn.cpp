@@ -1,0 +1,472 @@
+#include "ops/gemm/onednn.h"
+
+#include <cstring>
+#include <memory>
+
+#include <ATen/Functions.h>
+#include <ATen/ops/resize_native.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ops/gemm/threads.h"
+#include "ops/core/out_variant.h"
+#include "ops/core/processed_node.h"
+#include "ops/elementwise/vectorized_loops.h"
+
+namespace srt::ops {
+
+// The right operand in oneDNN's preferred layout, shared read-only by all runtimes of a module.
+struct OneDnnPackedWeight {
+  int64_t k = 0;
+  int64_t n = 0;
+  dnnl::memory::desc desc;
+  at::Tensor storage; // desc.get_size() bytes
+  // Small weights only: the plain [K, N] matrix with zero columns up to a multiple of
+  // vec::kRowTimesMatrixAlignment, for single rows. A oneDNN call costs about 1 us whatever its
+  // size, 2-4x the product itself at MLP sizes (K, N <= 128: 0.3-0.7 us with
+  // vec::rowTimesMatrix on this project's machines).
+  at::Tensor row_weight;
+  // Few outputs only (N < kFewOutputs, e.g. a score or a logit): the weight as linear stores it,
+  // [N, K] contiguous, so each output of each row is one vec::dot. oneDNN pads N to its 16- or
+  // 64-wide blocks there: DeepAndWide's final [64, 51] x [51, 1] took 2.3 us through it.
+  at::Tensor output_rows;
+};
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// One CPU engine for the process. Engines are thread-safe (any thread may create primitives and
+// memory on it); streams are not, so each node state has its own. Leaked on purpose: packed
+// weights and node states may be destroyed after static destructors ran.
+const dnnl::engine& cpuEngine() {
+  static const auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+using PackedWeight = OneDnnPackedWeight;
+
+// The packed layout is what the matmul implementation picks for `format_tag::any`; it depends on
+// K and N, not on M (brgemm on AVX-512 picks the same blocked layout for M = 1 ... 1024), so one
+// representative M decides it and the primitive for any other M accepts it.
+constexpr int64_t kPackingRows = 64;
+
+// Weights up to 128 KB (half this machine's L2) also keep a copy for single rows: larger ones
+// stream from memory either way, and there oneDNN's blocked kernel was faster (K = 2048, N = 256:
+// 24 vs 46 us).
+constexpr int64_t kRowProductMaxFloats = int64_t{1} << 15;
+constexpr int64_t kFewOutputs = 8;
+// Products up to this many multiply-adds run as dot products when N is that small.
+constexpr int64_t kDotProductMaxMultiplyAdds = int64_t{1} << 16;
+
+std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
+  const int64_t k = weight.size(0);
+  const int64_t n = weight.size(1);
+  // oneDNN takes any positive strides; a broadcast (stride 0) constant is made dense first.
+  const at::Tensor plain =
+      weight.stride(0) > 0 && weight.stride(1) > 0 ? weight : weight.contiguous();
+  const memory::desc plain_desc({k, n}, memory::data_type::f32,
+                                Dims{plain.stride(0), plain.stride(1)});
+
+  const memory::desc src({kPackingRows, k}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc dst({kPackingRows, n}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), cpuEngine());
+
+  auto packed = std::make_shared<PackedWeight>();
+  packed->k = k;
+  packed->n = n;
+  packed->desc = pd.weights_desc();
+  packed->storage = at::empty({static_cast<int64_t>(packed->desc.get_size())}, at::kByte);
+  memory from(plain_desc, cpuEngine(), plain.data_ptr());
+  memory to(packed->desc, cpuEngine(), packed->storage.data_ptr());
+  dnnl::stream stream(cpuEngine());
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  if (k * n <= kRowProductMaxFloats) {
+    const int64_t ld = (n + vec::kRowTimesMatrixAlignment - 1) / vec::kRowTimesMatrixAlignment *
+                       vec::kRowTimesMatrixAlignment;
+    packed->row_weight = at::zeros({k, ld}, at::kFloat);
+    packed->row_weight.narrow(1, 0, n).copy_(plain);
+  }
+  if (n < kFewOutputs) {
+    packed->output_rows = plain.t().contiguous();
+  }
+  return packed;
+}
+
+// How the addend reaches the result. oneDNN's bias input is used only where its meaning is
+// unambiguous (alpha = beta = 1, one value per column); anything else is copied into the output
+// first and added back by a sum post-op scaled by beta.
+enum class AddendMode { kNone, kBias, kSum };
+
+AddendMode addendMode(const GemmProblem& problem) {
+  if (!problem.hasAddend()) {
+    return AddendMode::kNone;
+  }
+  const at::Tensor& addend = problem.addend;
+  const bool per_column = addend.dim() >= 1 && addend.dim() <= 2 && addend.numel() == problem.n() &&
+                          addend.size(-1) == problem.n() && addend.is_contiguous();
+  return per_column && problem.alpha == 1.0 && problem.beta == 1.0 ? AddendMode::kBias
+                                                                   : AddendMode::kSum;
+}
+
+// A fused node's epilogue as post-ops: dst = output_scale * act(gemm + bias), then plus
+// residual_scale * the residual copied into dst beforehand (a sum post-op).
+struct PostOps {
+  Activation activation = Activation::kNone;
+  double output_scale = 1.0;
+  bool residual_sum = false;
+  double residual_scale = 1.0;
+
+  bool operator==(const PostOps& o) const {
+    return activation == o.activation && output_scale == o.output_scale &&
+           residual_sum == o.residual_sum && residual_scale == o.residual_scale;
+  }
+};
+
+PostOps postOpsFor(const GemmEpilogue& epilogue) {
+  PostOps post_ops;
+  post_ops.activation = epilogue.activation;
+  if (epilogue.has_residual) {
+    post_ops.residual_sum = true;
+    // add(residual, y, alpha) scales y; add(y, residual, alpha) scales the residual.
+    (epilogue.residual_first ? post_ops.output_scale : post_ops.residual_scale) = epilogue.alpha;
+  }
+  return post_ops;
+}
+
+// oneDNN's eltwise algorithm and its (alpha, beta) parameters for an activation.
+struct Eltwise {
+  dnnl::algorithm algorithm;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+
+Eltwise eltwiseFor(Activation activation) {
+  switch (activation) {
+  case Activation::kRelu:
+    return {dnnl::algorithm::eltwise_relu};
+  case Activation::kGelu:
+    return {dnnl::algorithm::eltwise_gelu_erf};
+  case Activation::kGeluTanh:
+    return {dnnl::algorithm::eltwise_gelu_tanh};
+  case Activation::kSigmoid:
+    return {dnnl::algorithm::eltwise_logistic};
+  case Activation::kTanh:
+    return {dnnl::algorithm::eltwise_tanh};
+  case Activation::kSilu:
+    return {dnnl::algorithm::eltwise_swish, 1.f}; // x * sigmoid(1 * x)
+  case Activation::kNone:
+    break;
+  }
+  return {dnnl::algorithm::eltwise_linear, 1.f}; // the identity
+}
+
+// What a primitive was built for.
+struct PrimitiveKey {
+  int64_t m = -1;
+  int threads = 0;
+  double alpha = 1.0;
+  double beta = 0.0;
+  AddendMode addend = AddendMode::kNone;
+  PostOps epilogue;
+
+  bool operator==(const PrimitiveKey& o) const {
+    return m == o.m && threads == o.threads && alpha == o.alpha && beta == o.beta &&
+           addend == o.addend && epilogue == o.epilogue;
+  }
+};
+
+// One node's primitive in one runtime, with memory objects whose data handles are set per call.
+struct OneDnnGemmState final : NodeState {
+  PrimitiveKey key;
+  bool built = false;
+  // False when oneDNN has no implementation for `key`: the node then runs ATen's kernel.
+  bool supported = false;
+  dnnl::matmul primitive;
+  size_t scratchpad_bytes = 0;
+  memory src, weights, bias, dst, scratchpad;
+  dnnl::stream stream;
+};
+
+void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
+  state.key = key;
+  state.built = true;
+  state.supported = false;
+  const auto f32 = memory::data_type::f32;
+  const memory::desc src({key.m, weight.k}, f32, memory::format_tag::ab);
+  const memory::desc dst({key.m, weight.n}, f32, memory::format_tag::ab);
+  const memory::desc bias({1, weight.n}, f32, memory::format_tag::ab);
+
+  dnnl::primitive_attr attr;
+  // The scratchpad comes from the runtime's scratch memory, not from a oneDNN allocation per call.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (key.alpha != 1.0) {
+    attr.set_output_scales(0, {static_cast<float>(key.alpha)});
+  }
+  dnnl::post_ops post_ops;
+  if (key.addend == AddendMode::kSum) {
+    post_ops.append_sum(static_cast<float>(key.beta));
+  }
+  const PostOps& epilogue = key.epilogue;
+  if (epilogue.activation != Activation::kNone) {
+    const Eltwise eltwise = eltwiseFor(epilogue.activation);
+    post_ops.append_eltwise(1.f, eltwise.algorithm, eltwise.alpha, eltwise.beta);
+  }
+  if (epilogue.output_scale != 1.0) {
+    post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear,
+                            static_cast<float>(epilogue.output_scale), 0.f);
+  }
+  if (epilogue.residual_sum) {
+    post_ops.append_sum(static_cast<float>(epilogue.residual_scale));
+  }
+  if (post_ops.len() > 0) {
+    attr.set_post_ops(post_ops);
+  }
+  try {
+    const auto desc = key.addend == AddendMode::kBias
+                          ? dnnl::matmul::desc(src, weight.desc, bias, dst)
+                          : dnnl::matmul::desc(src, weight.desc, dst);
+    const dnnl::matmul::primitive_desc pd(desc, attr, cpuEngine());
+    state.primitive = dnnl::matmul(pd);
+    state.scratchpad_bytes = pd.scratchpad_desc().get_size();
+    if (state.scratchpad_bytes > 0) {
+      state.scratchpad = memory(pd.scratchpad_desc(), cpuEngine(), DNNL_MEMORY_NONE);
+    }
+  } catch (const dnnl::error&) {
+    // No implementation takes the packed layout for this M or these attributes (e.g. a CPU
+    // without the ISA the layout was chosen for): ATen runs the node.
+    return;
+  }
+  state.src = memory(src, cpuEngine(), DNNL_MEMORY_NONE);
+  state.dst = memory(dst, cpuEngine(), DNNL_MEMORY_NONE);
+  if (!state.weights) {
+    // Shared by all runtimes: oneDNN only reads a matmul's weights argument.
+    state.weights = memory(weight.desc, cpuEngine(), weight.storage.data_ptr());
+    state.bias = memory(bias, cpuEngine(), DNNL_MEMORY_NONE);
+    state.stream = dnnl::stream(cpuEngine());
+  }
+  state.supported = true;
+}
+
+// `scratchpad`: state.scratchpad_bytes bytes, or nullptr to take them from the node's scratch.
+void execute(OneDnnGemmState& state, ProcessedNode& p, const void* a, const void* bias, void* out,
+             void* scratchpad = nullptr) {
+  state.src.set_data_handle(const_cast<void*>(a));
+  state.dst.set_data_handle(out);
+  dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, state.src.get()},
+                             {DNNL_ARG_WEIGHTS, state.weights.get()},
+                             {DNNL_ARG_DST, state.dst.get()}};
+  int num_args = 3;
+  if (state.key.addend == AddendMode::kBias) {
+    state.bias.set_data_handle(const_cast<void*>(bias));
+    args[num_args++] = {DNNL_ARG_BIAS, state.bias.get()};
+  }
+  if (state.scratchpad_bytes > 0) {
+    state.scratchpad.set_data_handle(scratchpad != nullptr ? scratchpad
+                                                           : p.scratch(state.scratchpad_bytes));
+    args[num_args++] = {DNNL_ARG_SCRATCHPAD, state.scratchpad.get()};
+  }
+  // The C call takes the arguments as an array: the C++ one wants an unordered_map per call.
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(state.primitive.get(), state.stream.get(), num_args, args),
+      "oneDNN matmul failed");
+  state.stream.wait();
+}
+
+// A linear-shaped node's common case, straight from the data pointers (see LinearInputs): a
+// contiguous float32 activation [..., K], a contiguous bias of N values or none, and a residual
+// of exactly the output's shape. False (nothing written) for anything else, which the general
+// path then takes.
+bool runDenseLinear(ProcessedNode& p, const PackedWeight& packed, LinearInputs linear,
+                    const GemmEpilogue& epilogue, int residual_input, int alpha_input) {
+  const at::Tensor& x = p.input(linear.input).toTensor();
+  if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.dim() < 2 || x.size(-1) != packed.k ||
+      x.numel() == 0 || !x.is_contiguous()) {
+    return false;
+  }
+  AddendMode mode = AddendMode::kNone;
+  const c10::IValue& bias_value = p.input(linear.bias);
+  const at::Tensor* bias = nullptr;
+  if (!bias_value.isNone()) {
+    bias = &bias_value.toTensor();
+    if (bias->scalar_type() != at::kFloat || !bias->is_cpu() || bias->dim() != 1 ||
+        bias->size(0) != packed.n || !bias->is_contiguous()) {
+      return false;
+    }
+    mode = AddendMode::kBias;
+  }
+  c10::SmallVector<int64_t, 4> out_sizes(x.sizes().begin(), x.sizes().end());
+  out_sizes.back() = packed.n;
+  GemmEpilogue run_epilogue = epilogue;
+  const at::Tensor* residual = nullptr;
+  if (epilogue.has_residual) {
+    residual = &p.input(residual_input).toTensor();
+    const at::Scalar alpha = p.input(alpha_input).toScalar();
+    if (alpha.isComplex() || residual->scalar_type() != at::kFloat || !residual->is_cpu() ||
+        residual->sizes() != at::IntArrayRef(out_sizes) || !residual->is_contiguous()) {
+      return false;
+    }
+    run_epilogue.alpha = alpha.toDouble();
+  }
+  const int64_t m = x.numel() / packed.k;
+  const bool dots =
+      packed.output_rows.defined() && m * packed.k * packed.n <= kDotProductMaxMultiplyAdds;
+  if ((m == 1 && packed.row_weight.defined()) || dots) {
+    at::Tensor& out = outputTensorLike(p, 0, x);
+    at::native::resize_(out, out_sizes);
+    const float* in = static_cast<const float*>(x.data_ptr());
+    const float* b = bias == nullptr ? nullptr : static_cast<const float*>(bias->data_ptr());
+    float* o = static_cast<float*>(out.data_ptr());
+    if (dots) {
+      const float* w = static_cast<const float*>(packed.output_rows.data_ptr());
+      for (int64_t row = 0; row < m; ++row) {
+        for (int64_t j = 0; j < packed.n; ++j) {
+          o[row * packed.n + j] = vec::dot(in + row * packed.k, w + j * packed.k, packed.k) +
+                                  (b == nullptr ? 0.f : b[j]);
+        }
+      }
+    } else {
+      vec::rowTimesMatrix(in, static_cast<const float*>(packed.row_weight.data_ptr()),
+                          packed.row_weight.size(1), b, o, packed.k, packed.n);
+    }
+    if (!(run_epilogue.activation == Activation::kNone && !run_epilogue.has_residual)) {
+      applyEpilogue(run_epilogue, out, residual == nullptr ? at::Tensor() : *residual);
+    }
+    return true;
+  }
+  const PostOps post_ops = postOpsFor(run_epilogue);
+  const OneDnnThreads threads(m * packed.k * packed.n);
+  const PrimitiveKey key{m, threads.count(), 1.0, 0.0, mode, post_ops};
+  auto& state = p.state<OneDnnGemmState>();
+  if (!state.built || !(state.key == key)) {
+    build(state, key, packed);
+  }
+  if (!state.supported) {
+    return false;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  at::native::resize_(out, out_sizes);
+  if (residual != nullptr) {
+    std::memcpy(out.data_ptr(), residual->data_ptr(), out.numel() * sizeof(float));
+  }
+  execute(state, p, x.data_ptr(), bias == nullptr ? nullptr : bias->data_ptr(), out.data_ptr());
+  return true;
+}
+
+} // namespace
+
+std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& weight) {
+  if (weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_cpu() ||
+      weight.numel() == 0) {
+    return nullptr;
+  }
+  try {
+    return packWeight(weight);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
+                                        int64_t m, bool has_bias, const OneDnnThreads& threads) {
+  const PrimitiveKey key{
+      m, threads.count(), 1.0, 0.0, has_bias ? AddendMode::kBias : AddendMode::kNone, PostOps{}};
+  auto& state = p.state<OneDnnGemmState>();
+  if (!state.built || !(state.key == key)) {
+    build(state, key, weight);
+  }
+  if (!state.supported) {
+    return std::nullopt;
+  }
+  return state.scratchpad_bytes;
+}
+
+void runOneDnnGemm(ProcessedNode& p, const float* a, const float* bias, float* out,
+                   void* scratchpad) {
+  auto& state = p.state<OneDnnGemmState>();
+  TORCH_INTERNAL_ASSERT(state.built && state.supported, "runOneDnnGemm before prepareOneDnnGemm");
+  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratchpad_bytes == 0,
+                        "oneDNN GEMM without its scratchpad");
+  execute(state, p, a, bias, out, scratchpad);
+}
+
+std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
+                                               KernelFunction aten_kernel, LinearInputs linear) {
+  return makeOneDnnKernel(weight, lower, std::move(aten_kernel), GemmEpilogue{}, -1, -1, linear);
+}
+
+std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLowering lower,
+                                               KernelFunction aten_kernel, GemmEpilogue epilogue,
+                                               int residual_input, int alpha_input,
+                                               LinearInputs linear) {
+  std::shared_ptr<const PackedWeight> packed = packOneDnnWeight(weight);
+  if (!packed) {
+    return std::nullopt; // not a float32 matrix, or no matmul implementation on this CPU
+  }
+  return [packed, lower, aten_kernel = std::move(aten_kernel), epilogue, residual_input,
+          alpha_input, linear](ProcessedNode& p) {
+    if (linear.input >= 0 &&
+        runDenseLinear(p, *packed, linear, epilogue, residual_input, alpha_input)) {
+      return;
+    }
+    std::optional<GemmProblem> problem = lower(p);
+    if (!problem || problem->batchDims() != 0 || problem->a.scalar_type() != at::kFloat ||
+        !problem->a.is_cpu() || problem->k() != packed->k || problem->n() != packed->n) {
+      aten_kernel(p);
+      return;
+    }
+    const AddendMode mode = addendMode(*problem);
+    GemmEpilogue run_epilogue = epilogue;
+    at::Tensor residual;
+    if (epilogue.has_residual) {
+      const at::Scalar alpha = p.input(alpha_input).toScalar();
+      residual = p.input(residual_input).toTensor();
+      if (alpha.isComplex() || !epilogueFitsInPlace(epilogue, problem->out_sizes, residual)) {
+        aten_kernel(p);
+        return;
+      }
+      run_epilogue.alpha = alpha.toDouble();
+    }
+    const PostOps post_ops = postOpsFor(run_epilogue);
+    // Both sum post-ops would read the output's prior contents: a fused node whose bias is not a
+    // row takes the other path.
+    if (mode == AddendMode::kSum && !(post_ops == PostOps{})) {
+      aten_kernel(p);
+      return;
+    }
+    if (problem->m() == 0) {
+      at::Tensor& out = outputTensorLike(p, 0, problem->a);
+      resizeForGemm(out, *problem);
+      return;
+    }
+    const OneDnnThreads threads(problem->m() * packed->k * packed->n);
+    // beta matters only to the sum post-op; keying on it otherwise would only cause rebuilds.
+    const PrimitiveKey key{problem->m(),   threads.count(),
+                           problem->alpha, mode == AddendMode::kSum ? problem->beta : 0.0,
+                           mode,           post_ops};
+    auto& state = p.state<OneDnnGemmState>();
+    if (!state.built || !(state.key == key)) {
+      build(state, key, *packed);
+    }
+    if (!state.supported) {
+      aten_kernel(p);
+      return;
+    }
+    const at::Tensor a = problem->a.contiguous();
+    at::Tensor& out = outputTensorLike(p, 0, problem->a);
+    const at::Tensor out_view = resizeForGemm(out, *problem);
+    if (key.addend == AddendMode::kSum) {
+      out_view.copy_(problem->addend);
+    }
+    if (post_ops.residual_sum) {
+      out.copy_(residual); // broadcasts a residual row or column
+    }
+    execute(state, p, a.data_ptr(),
+            key.addend == AddendMode::kBias ? problem->addend.data_ptr() : nullptr,
+            out_view.data_ptr());
+  };
+}
+
+} // namespace srt::ops

@@ -1,0 +1,85 @@
+// Masks as attention code builds them: logical_or of padding and causal masks, masked_fill of
+// scores, zeros_like for an additive mask, tril/triu for a causal one. Out-variant kernels into
+// last run's tensor.
+#include <cstring>
+
+#include <ATen/CPUFunctions.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Copy.h>
+
+#include "ops/elementwise/fast_path.h"
+#include "ops/core/registry.h"
+
+namespace srt::ops {
+namespace {
+
+using torch::jit::Node;
+
+// logical_or(Tensor self, Tensor other) -> Tensor (bool)
+void logicalOr(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::Tensor& other = p.input(1).toTensor();
+  at::cpu::logical_or_out(outputTensor(p, 0, self.options().dtype(at::kBool)), self, other);
+}
+
+// masked_fill(self, mask, value) is a copy of `self` broadcast with `mask`, filled where `mask`.
+void maskedFill(ProcessedNode& p, const c10::Scalar& value) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::Tensor& mask = p.input(1).toTensor();
+  const auto sizes = at::infer_size(self.sizes(), mask.sizes());
+  at::Tensor& out = contiguousOutput(p, 0, sizes, self.options());
+  at::native::copy_(out, self.expand(sizes), /*non_blocking=*/false);
+  at::cpu::masked_fill_(out, mask, value);
+}
+
+void maskedFillScalar(ProcessedNode& p) {
+  maskedFill(p, p.input(2).toScalar());
+}
+
+void maskedFillTensor(ProcessedNode& p) {
+  const at::Tensor& value = p.input(2).toTensor();
+  TORCH_CHECK(value.dim() == 0,
+              "masked_fill only supports a 0-dimensional value tensor, but got "
+              "one with ",
+              value.dim(), " dimension(s)");
+  maskedFill(p, value.item());
+}
+
+// zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None).
+// Declines anything but a dtype: other placements are not this runtime's to make.
+std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) {
+  if (!noneFrom(node, 2)) {
+    return std::nullopt;
+  }
+  return [](ProcessedNode& p) {
+    const at::Tensor& self = p.input(0).toTensor();
+    const c10::IValue& dtype = p.input(1);
+    const auto options =
+        dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
+    at::Tensor& out = contiguousOutput(p, 0, self.sizes(), options);
+    // All-zero bits are zero for every dense dtype. An empty output may have no storage at all
+    // (a null data pointer, which memset must not be given even for 0 bytes: UBSan).
+    if (out.nbytes() > 0) {
+      std::memset(out.data_ptr(), 0, out.nbytes());
+    }
+  };
+}
+
+// tril / triu(self, diagonal=0): a causal mask built from the sequence length.
+template <at::Tensor& (*TriangleOut)(at::Tensor&, const at::Tensor&, int64_t)>
+void triangle(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  TriangleOut(outputTensorLike(p, 0, self), self, p.input(1).toInt());
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL("aten::tril", kOutVariant, tensorOverload<triangle<at::cpu::tril_out>>);
+SRT_REGISTER_KERNEL("aten::triu", kOutVariant, tensorOverload<triangle<at::cpu::triu_out>>);
+SRT_REGISTER_KERNEL("aten::logical_or", kOutVariant, tensorOverload<logicalOr>);
+SRT_REGISTER_KERNEL("aten::masked_fill", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"Scalar", maskedFillScalar}, {"Tensor", maskedFillTensor}});
+});
+SRT_REGISTER_KERNEL("aten::zeros_like", kOutVariant, zerosLike);
+
+} // namespace srt::ops

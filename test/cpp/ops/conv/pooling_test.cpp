@@ -1,0 +1,155 @@
+// conv2d with its weight as an input (native, ops/conv/conv2d.cpp), max_pool2d, avg_pool2d and
+// adaptive_avg_pool2d (out-variant, ops/conv/pooling.cpp), against the JIT.
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+TEST(ConvPool, Conv2dArguments) {
+  const char* source = R"JIT(
+def forward(self, x, w, b, wg):
+    plain = torch.conv2d(x, w, b)
+    strided = torch.conv2d(x, w, None, [2, 1], [1, 2], [1, 1], 1)
+    dilated = torch.conv2d(x, w, b, 1, 2, 2, 1)
+    grouped = torch.conv2d(x, wg, None, 1, 1, 1, 2)
+    return plain, strided, dilated, grouped
+)JIT";
+  auto set = [](int64_t n, int64_t h, int64_t w, torch::Dtype dtype) {
+    auto options = torch::TensorOptions().dtype(dtype);
+    return InputSet{{torch::randn({n, 4, h, w}, options), torch::randn({6, 4, 3, 3}, options),
+                     torch::randn({6}, options), torch::randn({6, 2, 3, 3}, options)}};
+  };
+  expectMatchesJit(source,
+                   {set(1, 8, 8, torch::kFloat32), set(2, 10, 7, torch::kFloat32),
+                    set(1, 6, 6, torch::kFloat64)},
+                   1e-4);
+  expectKinds(source, {{"aten::conv2d", KernelKind::kNative}});
+}
+
+TEST(ConvPool, Conv2dNonContiguousInput) {
+  expectMatchesJit(
+      R"JIT(
+def forward(self, x, w):
+    return torch.conv2d(x, w, None, 1, 1)
+)JIT",
+      {{{torch::randn({1, 5, 5, 3}).permute({0, 3, 1, 2}), torch::randn({2, 3, 3, 3})}},
+       {{torch::randn({2, 3, 4, 6}), torch::randn({2, 3, 3, 3})}}},
+      1e-4);
+}
+
+// Inputs that require grad: the runtime runs without autograd, and conv2d's inner ops skip the
+// autograd layers (ops/core/inference_dispatch.h); results must not differ.
+TEST(ConvPool, Conv2dWithInputsRequiringGrad) {
+  auto requiring = [](torch::Tensor t) { return t.requires_grad_(true); };
+  expectMatchesJit(
+      R"JIT(
+def forward(self, x, w, b):
+    return torch.conv2d(x, w, b, 1, 1).view(-1)
+)JIT",
+      {{{requiring(torch::randn({1, 3, 6, 6})), requiring(torch::randn({4, 3, 3, 3})),
+         requiring(torch::randn({4}))}},
+       {{torch::randn({2, 3, 5, 5}), requiring(torch::randn({4, 3, 3, 3})), torch::randn({4})}}},
+      1e-4);
+}
+
+TEST(ConvPool, MaxPool2d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    a = torch.max_pool2d(x, 2)
+    b = torch.max_pool2d(x, [3, 2], [2, 1], [1, 0])
+    c = torch.max_pool2d(x, 3, 2, 1, 1, True)
+    d = torch.max_pool2d(x, 2, 1, 0, 2)
+    return a, b, c, d
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
+                            {{torch::randn({2, 2, 7, 9})}},
+                            {{torch::randn({1, 8, 8, 2}).permute({0, 3, 1, 2})}},
+                            {{torch::randn({3, 6, 5}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::max_pool2d", KernelKind::kOutVariant}});
+}
+
+// The contiguous float32 loop against ATen's kernel: NaN wins its window, -inf stays, padding
+// never wins, 3-D input, ceil mode's partial windows.
+TEST(ConvPool, MaxPool2dLoopMatchesAtenWithNanAndInf) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return torch.max_pool2d(x, 2), torch.max_pool2d(x, 3, 2, 1, 1, True), torch.max_pool2d(x, [2, 3], [1, 2], [1, 1], [2, 1])
+)JIT"));
+  at::Tensor x = -torch::rand({2, 3, 9, 11}) - 1; // all negative: a padded zero would win
+  x[0][1][2][3] = std::nanf("");
+  x[1][2][8][10] = std::nanf("");
+  x[1][0].fill_(-std::numeric_limits<float>::infinity());
+  for (const at::Tensor& input : {x, x[1]}) {
+    for (int run = 0; run < 2; ++run) {
+      const auto outputs = module({input}).toTupleRef().elements();
+      const at::Tensor expected[] = {at::max_pool2d(input, {2}),
+                                     at::max_pool2d(input, {3}, {2}, {1}, {1}, true),
+                                     at::max_pool2d(input, {2, 3}, {1, 2}, {1, 1}, {2, 1})};
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_TRUE(torch::equal(outputs[i].toTensor().isnan(), expected[i].isnan())) << i;
+        EXPECT_TRUE(torch::allclose(outputs[i].toTensor(), expected[i], 0, 0, /*equal_nan=*/true))
+            << i;
+      }
+    }
+  }
+}
+
+TEST(ConvPool, InvalidMaxPoolArgumentsAreErrors) {
+  for (const char* arguments : {"x, 5", "x, 2, 0", "x, [2, 2, 2]", "x, 2, 2, 2", "x, 2, 2, 0, 0"}) {
+    StaticModule module(scriptModule(
+        std::string("\ndef forward(self, x):\n    return torch.max_pool2d(") + arguments + ")\n"));
+    EXPECT_THROW(module({torch::randn({1, 2, 4, 4})}), c10::Error) << arguments;
+    EXPECT_THROW(module({torch::randn({2, 4, 4})}), c10::Error) << arguments;
+  }
+}
+
+TEST(ConvPool, AdaptiveAvgPool2d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.adaptive_avg_pool2d(x, [1, 1]), torch.adaptive_avg_pool2d(x, [2, 3])
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
+                            {{torch::randn({2, 4, 5, 7})}},
+                            {{torch::randn({2, 6, 6, 3}).permute({0, 3, 1, 2})}},
+                            {{torch::randn({3, 4, 4}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::adaptive_avg_pool2d", KernelKind::kOutVariant}});
+}
+
+// DenseNet's transitions (2x2, stride 2), Inception's branches (3x3, stride 1, padded) and the
+// rarer arguments.
+TEST(ConvPool, AvgPool2d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return (torch.avg_pool2d(x, [2, 2], [2, 2]), torch.avg_pool2d(x, [3, 3], [1, 1], [1, 1]),
+            torch.avg_pool2d(x, [3, 3], [2, 2], [1, 1], True, False),
+            torch.avg_pool2d(x, [2, 2], [1, 1], [0, 0], False, True, 3))
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
+                            {{torch::randn({2, 4, 5, 7})}},
+                            {{torch::randn({2, 6, 6, 3}).permute({0, 3, 1, 2})}},
+                            {{torch::randn({3, 4, 4}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::avg_pool2d", KernelKind::kOutVariant}});
+}
+
+// The small CNN pattern: conv, relu, pool, global pool, flatten, with a batch-size change.
+TEST(ConvPool, ConvPoolFlattenChain) {
+  expectMatchesJit(R"JIT(
+def forward(self, x, w):
+    y = torch.max_pool2d(torch.relu(torch.conv2d(x, w, None, 1, 1)), 2)
+    return torch.flatten(torch.adaptive_avg_pool2d(y, [1, 1]), 1)
+)JIT",
+                   {{{torch::randn({1, 3, 16, 16}), torch::randn({8, 3, 3, 3})}},
+                    {{torch::randn({4, 3, 12, 10}), torch::randn({8, 3, 3, 3})}}},
+                   1e-4);
+}
+
+} // namespace
+} // namespace srt::testing

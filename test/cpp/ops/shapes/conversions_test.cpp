@@ -1,0 +1,151 @@
+// Out-variant to / type_as / clone / contiguous (ops/shapes/conversions.cpp) against the JIT.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+// The C++ TorchScript frontend has no torch.float64 etc.: dtypes and memory formats are
+// spelled as their enum values (float32 6, float64 7, int64 4; contiguous 0, channels_last 2).
+TEST(Conversions, ToDtype) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.to(7), x.to(6), x.to(4), x.to(6, copy=True)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3}) * 10}},
+                            {{torch::randn({4, 3}).t()}},
+                            {{torch::arange(5)}},
+                            {{torch::zeros({0, 2}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::to", KernelKind::kOutVariant}});
+}
+
+// The JIT returns the input itself for a same-dtype to(); we copy. Later in-place-free ops
+// must see equal values either way, including when the result is returned twice.
+TEST(Conversions, SameDtypeToReturnsEqualValues) {
+  const char* source = R"JIT(
+def forward(self, x):
+    y = x.to(6)
+    return y, y + x, x
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({3})}}, {{torch::randn({2, 2})}}});
+}
+
+// to.prim_dtype (to(self, int? dtype, non_blocking, copy)): a None dtype keeps the input's.
+TEST(Conversions, ToPrimDtype) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %float64 : int = prim::Constant[value=7]()
+  %false : bool = prim::Constant[value=0]()
+  %same : Tensor = aten::to(%x, %none, %false, %false)
+  %wide : Tensor = aten::to(%x, %float64, %false, %false)
+  %r : (Tensor, Tensor) = prim::TupleConstruct(%same, %wide)
+  return (%r))IR",
+                      graph.get());
+  StaticModule module(graph);
+  EXPECT_EQ(kernelKinds(module).at("aten::to"), std::set<KernelKind>{KernelKind::kOutVariant});
+  for (auto x : {torch::randn({2, 3}), torch::arange(4), torch::randn({3, 2}).t()}) {
+    auto result = module({x}).toTupleRef().elements();
+    EXPECT_TRUE(torch::equal(result[0].toTensor(), x));
+    EXPECT_TRUE(torch::equal(result[1].toTensor(), x.to(torch::kFloat64)));
+  }
+}
+
+TEST(Conversions, ToOtherAndTypeAs) {
+  const char* source = R"JIT(
+def forward(self, x, other):
+    return x.to(other), x.type_as(other), other.type_as(x) * 2
+)JIT";
+  expectMatchesJit(source,
+                   {{{torch::randn({2, 3}), torch::arange(2)}},
+                    {{torch::arange(6).view({2, 3}).t(), torch::randn({1}, torch::kFloat64)}},
+                    {{torch::randn({0}), torch::randn({3})}}});
+  expectKinds(source,
+              {{"aten::to", KernelKind::kOutVariant}, {"aten::type_as", KernelKind::kOutVariant}});
+}
+
+TEST(Conversions, CloneAndContiguous) {
+  const char* source = R"JIT(
+def forward(self, x):
+    a = x.clone()
+    b = torch.clone(x, memory_format=0)
+    c = x.contiguous()
+    return a, b, c, c.view(-1)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({4, 3}).t()}},
+                            {{torch::randn({2, 5})}},
+                            {{torch::arange(6).view({3, 2}).t()}},
+                            {{torch::zeros({0, 4}, torch::kFloat64)}}});
+  expectKinds(source, {{"aten::clone", KernelKind::kOutVariant},
+                       {"aten::contiguous", KernelKind::kOutVariant}});
+}
+
+TEST(Conversions, ChannelsLastIsLeftToTheJit) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.contiguous(memory_format=2), x.clone(memory_format=2)
+)JIT";
+  expectKinds(source, {{"aten::contiguous", KernelKind::kFallback},
+                       {"aten::clone", KernelKind::kFallback}});
+  expectMatchesJit(source, {{{torch::randn({1, 3, 2, 2})}}, {{torch::randn({2, 2, 3, 1})}}});
+}
+
+// memory_format=preserve (the default of to, type_as and clone) keeps a dense input's strides, as
+// the JIT does: a transposed bfloat16 operand must reach a later matmul transposed, or ATen's
+// bfloat16 GEMM rounds differently. A non-dense input gets its suggested layout, also as the JIT.
+// Run twice per layout, so the second run restrides the reused output.
+TEST(Conversions, PreserveKeepsTheJitsStrides) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.to(7), x.to(6, copy=True), x.clone(), x.type_as(x.to(7)), x.contiguous()
+)JIT";
+  expectKinds(source, {{"aten::to", KernelKind::kOutVariant},
+                       {"aten::clone", KernelKind::kOutVariant},
+                       {"aten::type_as", KernelKind::kOutVariant}});
+  torch::jit::Module jit = scriptModule(source);
+  StaticModule module(jit);
+  StaticRuntime runtime(module);
+  const std::vector<torch::Tensor> layouts = {
+      torch::randn({4, 3}).t(), torch::randn({2, 3, 4}).permute({2, 0, 1}),
+      torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({6, 4}).slice(0, 0, 6, 2), // not dense
+      torch::randn({3, 5})};
+  for (const torch::Tensor& x : layouts) {
+    for (int run = 0; run < 2; ++run) {
+      auto expected = jit.forward({x}).toTupleRef().elements();
+      auto actual = runtime({x}).toTupleRef().elements();
+      ASSERT_EQ(expected.size(), actual.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const at::Tensor& want = expected[i].toTensor();
+        const at::Tensor& got = actual[i].toTensor();
+        EXPECT_EQ(want.strides(), got.strides())
+            << "output " << i << ", input strides " << x.strides();
+        EXPECT_TRUE(torch::equal(want, got)) << "output " << i;
+      }
+    }
+  }
+}
+
+// The output of an out-variant conversion that is not returned is reused from run to run.
+TEST(Conversions, IntermediateOutputIsReused) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    y = x.to(7)
+    return y.sum()
+)JIT"));
+  StaticRuntime runtime(module);
+  for (int i = 0; i < 3; ++i) {
+    auto x = torch::randn({8});
+    EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), x.to(torch::kFloat64).sum()));
+  }
+}
+
+} // namespace
+} // namespace srt::testing
