@@ -14,16 +14,15 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
-#include "ops/gemm/epilogue.h"
-#include "ops/gemm/onednn.h"
-#include "ops/gemm/openblas.h"
-#include "ops/gemm/problem.h"
-#include "ops/gemm/small_loops.h"
-#include "ops/gemm/threads.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/gemm/epilogue.h"
+#include "ops/gemm/onednn.h"
+#include "ops/gemm/path.h"
+#include "ops/gemm/problem.h"
+#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 namespace {
@@ -131,7 +130,7 @@ std::optional<GemmProblem> linearProblem(ProcessedNode& p) {
   return lowerLinear(tensorInput(p, kInput), tensorInput(p, kWeight), bias);
 }
 
-// The GEMM on OpenBLAS (when it takes the operands as they are) or ATen, then the epilogue.
+// The GEMM on the path chooseGemmPath picks, then the epilogue.
 void runFused(ProcessedNode& p, GemmBackend backend, GemmEpilogue epilogue) {
   std::optional<GemmProblem> problem = linearProblem(p);
   at::Tensor residual;
@@ -150,9 +149,7 @@ void runFused(ProcessedNode& p, GemmBackend backend, GemmEpilogue epilogue) {
   }
   at::Tensor& out = outputTensorLike(p, 0, problem->a);
   at::Tensor out_view = resizeForGemm(out, *problem);
-  if (backend == GemmBackend::kOpenBlas && openblasSupports(*problem)) {
-    runOpenBlas(*problem, out_view);
-  } else {
+  if (!runUnlessAten(chooseGemmPath(*problem, backend), *problem, out_view)) {
     useAtenThreadsForOpenBlas();
     if (problem->hasAddend()) {
       at::cpu::addmm_out(out_view, problem->addend, problem->a, problem->b);
@@ -208,8 +205,7 @@ std::optional<KernelFunction> fusedLinearFactory(const torch::jit::Node* node,
       }
     }
   }
-  const GemmBackend backend =
-      options.gemm_backend == GemmBackend::kOpenBlas ? GemmBackend::kOpenBlas : GemmBackend::kAten;
+  const GemmBackend backend = backendWithoutPackedWeight(options.gemm_backend);
   return [backend, epilogue = *epilogue](ProcessedNode& p) { runFused(p, backend, epilogue); };
 }
 
@@ -241,12 +237,7 @@ void runGemm(ProcessedNode& p, GemmOp op, GemmBackend backend) {
   problem->alpha = alpha.toDouble();
   at::Tensor& out = outputTensorLike(p, 0, problem->a);
   at::Tensor out_view = resizeForGemm(out, *problem);
-  if (smallGemmSupports(*problem)) {
-    runSmallGemm(*problem, out_view);
-    return;
-  }
-  if (backend == GemmBackend::kOpenBlas && openblasSupports(*problem)) {
-    runOpenBlas(*problem, out_view);
+  if (runUnlessAten(chooseGemmPath(*problem, backend), *problem, out_view)) {
     return;
   }
   useAtenThreadsForOpenBlas();
@@ -274,11 +265,8 @@ std::optional<KernelFunction> gemmFactory(const torch::jit::Node* node,
   if (!op) {
     return std::nullopt;
   }
-  // oneDNN pays off only with a weight packed once, and this op's operands are activations: as
-  // for an unfused aten::bmm/matmul with a non-constant operand, ATen runs it then, after the
-  // products small enough for a plain loop (ops/gemm/small_loops.h).
-  const GemmBackend backend =
-      options.gemm_backend == GemmBackend::kOpenBlas ? GemmBackend::kOpenBlas : GemmBackend::kAten;
+  // This op's operands are activations: no weight to pack.
+  const GemmBackend backend = backendWithoutPackedWeight(options.gemm_backend);
   return [op = *op, backend](ProcessedNode& p) { runGemm(p, op, backend); };
 }
 

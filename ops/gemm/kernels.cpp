@@ -1,17 +1,17 @@
 // The GEMM family as out-variant kernels: aten::linear, addmm, mm, matmul, bmm, baddbmm, each run
 // by the library KernelOptions::gemm_backend names. Every backend falls back to ATen's kernel
-// (ops/gemm/aten.cpp) for what it does not cover, so a node of this family is always an out-variant.
+// (ops/gemm/aten.cpp) for what it does not cover, so a node of this family is always an
+// out-variant.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/gemm/aten.h"
-#include "ops/gemm/onednn.h"
-#include "ops/gemm/openblas.h"
-#include "ops/gemm/problem.h"
-#include "ops/gemm/small_loops.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
+#include "ops/gemm/aten.h"
+#include "ops/gemm/onednn.h"
+#include "ops/gemm/path.h"
+#include "ops/gemm/problem.h"
 
 namespace srt::ops {
 namespace {
@@ -66,7 +66,8 @@ std::optional<GemmProblem> baddbmmProblem(ProcessedNode& p) {
   return lowerBaddbmm(tensorInput(p, 0), tensorInput(p, 1), tensorInput(p, 2), *beta, *alpha);
 }
 
-struct GemmOp {
+// One ATen op of the family: how to read it, lower it and run it on ATen.
+struct AtenGemmOp {
   const char* schema;
   GemmLowering lower;
   void (*aten)(ProcessedNode&);
@@ -77,22 +78,24 @@ struct GemmOp {
   LinearInputs linear_inputs = {};
 };
 
-const GemmOp kLinear{"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-                     linearProblem,
-                     atenLinear,
-                     1,
-                     true,
-                     {/*input=*/0, /*bias=*/2}};
-const GemmOp kAddmm{"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
-                    "Scalar alpha=1) -> Tensor",
-                    addmmProblem, atenAddmm, 2, false};
-const GemmOp kMm{"aten::mm(Tensor self, Tensor mat2) -> Tensor", mmProblem, atenMm, 1, false};
-const GemmOp kMatmul{"aten::matmul(Tensor self, Tensor other) -> Tensor", matmulProblem, atenMatmul,
-                     1, false};
-const GemmOp kBmm{"aten::bmm(Tensor self, Tensor mat2) -> Tensor", bmmProblem, atenBmm, -1, false};
-const GemmOp kBaddbmm{"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, "
-                      "Scalar alpha=1) -> Tensor",
-                      baddbmmProblem, atenBaddbmm, -1, false};
+const AtenGemmOp kLinear{"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+                         linearProblem,
+                         atenLinear,
+                         1,
+                         true,
+                         {/*input=*/0, /*bias=*/2}};
+const AtenGemmOp kAddmm{"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
+                        "Scalar alpha=1) -> Tensor",
+                        addmmProblem, atenAddmm, 2, false};
+const AtenGemmOp kMm{"aten::mm(Tensor self, Tensor mat2) -> Tensor", mmProblem, atenMm, 1, false};
+const AtenGemmOp kMatmul{"aten::matmul(Tensor self, Tensor other) -> Tensor", matmulProblem,
+                         atenMatmul, 1, false};
+const AtenGemmOp kBmm{"aten::bmm(Tensor self, Tensor mat2) -> Tensor", bmmProblem, atenBmm, -1,
+                      false};
+const AtenGemmOp kBaddbmm{
+    "aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, "
+    "Scalar alpha=1) -> Tensor",
+    baddbmmProblem, atenBaddbmm, -1, false};
 
 // False when the graph types say a tensor input is not float32: then neither oneDNN nor OpenBLAS
 // could ever run the node. Types are often unknown (nullopt) in scripted graphs; those are
@@ -108,28 +111,15 @@ bool mayBeFloat32(const Node* node) {
   return true;
 }
 
-KernelFunction openblasKernel(const GemmOp& op) {
-  return [lower = op.lower, aten = op.aten](ProcessedNode& p) {
+// The lowered GEMM on the path chooseGemmPath picks; the ATen path, and what does not lower, run
+// the op's own ATen kernel.
+KernelFunction unpackedKernel(const AtenGemmOp& op, GemmBackend backend) {
+  return [lower = op.lower, aten = op.aten, backend](ProcessedNode& p) {
     std::optional<GemmProblem> problem = lower(p);
-    if (!problem || !openblasSupports(*problem)) {
-      aten(p);
-      return;
-    }
-    at::Tensor& out = outputTensorLike(p, 0, problem->a);
-    runOpenBlas(*problem, resizeForGemm(out, *problem));
-  };
-}
-
-// ATen's kernel, after the batched products too small for any library call (ops/gemm/small_loops.h).
-// Only for bmm and matmul: the others either have a constant to pack or rarely come this small.
-KernelFunction atenKernel(const GemmOp& op) {
-  if (op.aten != atenBmm && op.aten != atenMatmul) {
-    return op.aten;
-  }
-  return [lower = op.lower, aten = op.aten](ProcessedNode& p) {
-    if (std::optional<GemmProblem> problem = lower(p); problem && smallGemmSupports(*problem)) {
+    const GemmPath path = problem ? chooseGemmPath(*problem, backend) : GemmPath::kAten;
+    if (path != GemmPath::kAten) {
       at::Tensor& out = outputTensorLike(p, 0, problem->a);
-      runSmallGemm(*problem, resizeForGemm(out, *problem));
+      runUnlessAten(path, *problem, resizeForGemm(out, *problem));
       return;
     }
     aten(p);
@@ -137,7 +127,7 @@ KernelFunction atenKernel(const GemmOp& op) {
 }
 
 // oneDNN pays off with a weight packed once; a right operand that is not a constant is ATen's.
-std::optional<KernelFunction> onednnKernel(const GemmOp& op, const Node* node) {
+std::optional<KernelFunction> onednnKernel(const AtenGemmOp& op, const Node* node) {
   if (op.packable_input < 0) {
     return std::nullopt;
   }
@@ -150,24 +140,19 @@ std::optional<KernelFunction> onednnKernel(const GemmOp& op, const Node* node) {
                           op.linear_inputs);
 }
 
-KernelFunction backendKernel(const GemmOp& op, const Node* node, const KernelOptions& options) {
-  if (mayBeFloat32(node)) {
-    switch (options.gemm_backend) {
-    case GemmBackend::kOneDnn:
-      if (auto kernel = onednnKernel(op, node)) {
-        return std::move(*kernel);
-      }
-      break;
-    case GemmBackend::kOpenBlas:
-      return openblasKernel(op);
-    case GemmBackend::kAten:
-      break;
+KernelFunction backendKernel(const AtenGemmOp& op, const Node* node, const KernelOptions& options) {
+  if (!mayBeFloat32(node)) {
+    return op.aten;
+  }
+  if (options.gemm_backend == GemmBackend::kOneDnn) {
+    if (auto kernel = onednnKernel(op, node)) {
+      return std::move(*kernel);
     }
   }
-  return atenKernel(op);
+  return unpackedKernel(op, backendWithoutPackedWeight(options.gemm_backend));
 }
 
-std::optional<KernelFunction> makeGemmKernel(const GemmOp& op, const Node* node,
+std::optional<KernelFunction> makeGemmKernel(const AtenGemmOp& op, const Node* node,
                                              const KernelOptions& options) {
   if (!node->matches(op.schema)) {
     return std::nullopt;
@@ -177,7 +162,7 @@ std::optional<KernelFunction> makeGemmKernel(const GemmOp& op, const Node* node,
   return backendKernel(op, node, options);
 }
 
-template <const GemmOp& Op>
+template <const AtenGemmOp& Op>
 std::optional<KernelFunction> factory(const Node* node, const KernelOptions& options) {
   return makeGemmKernel(Op, node, options);
 }

@@ -1,9 +1,9 @@
 // Makes oneDNN and OpenBLAS use the caller's at::get_num_threads() for the next GEMM call.
 #pragma once
 
-namespace srt::ops {
-
 #include <cstdint>
+
+namespace srt::ops {
 
 // The OpenMP thread count one oneDNN GEMM runs with (Debian's oneDNN uses the OpenMP runtime and
 // reads the calling thread's count at primitive creation and execution): the caller's
