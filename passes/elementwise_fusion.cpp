@@ -69,6 +69,7 @@ constexpr ElementwiseOp kElementwiseOps[] = {
     {"aten::reciprocal", "", OpKind::kReciprocal, "v"},
     {"aten::silu", "", OpKind::kSilu, "v"},
     {"aten::hardswish", "", OpKind::kHardswish, "v"},
+    {"aten::hardsigmoid", "", OpKind::kHardsigmoid, "v"},
     {"aten::gelu", "", OpKind::kGelu, "vs"},
     {"aten::leaky_relu", "", OpKind::kLeakyRelu, "vn"},
     {"aten::clamp", "", OpKind::kClamp, "voo"},

@@ -150,6 +150,8 @@ private:
       return at::silu(tensor(ins, 0));
     case OpKind::kHardswish:
       return at::hardswish(tensor(ins, 0));
+    case OpKind::kHardsigmoid:
+      return at::hardsigmoid(tensor(ins, 0));
     case OpKind::kGelu:
       return at::gelu(tensor(ins, 0), ins.args.size() > 1 ? ins.args[1].text : "none");
     case OpKind::kLeakyRelu:

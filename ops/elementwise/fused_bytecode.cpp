@@ -54,86 +54,56 @@ size_t numValueOperands(OpKind op) {
   }
 }
 
-// Ops whose step is the op itself, with no parameter.
-std::optional<VecOp> directOp(OpKind op) {
+// Ops whose step is one formula with no parameter.
+std::optional<Formula> directFormula(OpKind op) {
   switch (op) {
   case OpKind::kRelu:
-    return VecOp::kRelu;
+    return vec::UnaryOp::kRelu;
   case OpKind::kSigmoid:
-    return VecOp::kSigmoid;
+    return vec::UnaryOp::kSigmoid;
   case OpKind::kTanh:
-    return VecOp::kTanh;
+    return vec::UnaryOp::kTanh;
   case OpKind::kExp:
-    return VecOp::kExp;
+    return vec::UnaryOp::kExp;
   case OpKind::kLog:
-    return VecOp::kLog;
+    return vec::UnaryOp::kLog;
   case OpKind::kSqrt:
-    return VecOp::kSqrt;
+    return vec::UnaryOp::kSqrt;
   case OpKind::kRsqrt:
-    return VecOp::kRsqrt;
+    return vec::UnaryOp::kRsqrt;
   case OpKind::kNeg:
-    return VecOp::kNeg;
+    return vec::UnaryOp::kNeg;
   case OpKind::kAbs:
-    return VecOp::kAbs;
+    return vec::UnaryOp::kAbs;
   case OpKind::kReciprocal:
-    return VecOp::kReciprocal;
+    return vec::UnaryOp::kReciprocal;
   case OpKind::kSilu:
-    return VecOp::kSilu;
+    return vec::UnaryOp::kSilu;
   case OpKind::kHardswish:
-    return VecOp::kHardswish;
+    return vec::UnaryOp::kHardswish;
+  case OpKind::kHardsigmoid:
+    return vec::UnaryOp::kHardsigmoid;
   case OpKind::kMul:
-    return VecOp::kMul;
+    return vec::BinaryOp::kMul;
   case OpKind::kDiv:
-    return VecOp::kDiv;
+    return vec::BinaryOp::kDiv;
   case OpKind::kGt:
-    return VecOp::kGt;
+    return vec::BinaryOp::kGt;
   case OpKind::kLt:
-    return VecOp::kLt;
+    return vec::BinaryOp::kLt;
   case OpKind::kGe:
-    return VecOp::kGe;
+    return vec::BinaryOp::kGe;
   case OpKind::kLe:
-    return VecOp::kLe;
+    return vec::BinaryOp::kLe;
   case OpKind::kEq:
-    return VecOp::kEq;
+    return vec::BinaryOp::kEq;
   case OpKind::kNe:
-    return VecOp::kNe;
+    return vec::BinaryOp::kNe;
   case OpKind::kWhere:
-    return VecOp::kWhere;
+    return vec::TernaryOp::kWhere;
   default:
     return std::nullopt;
   }
-}
-
-// ATen's pow(Tensor, Scalar exponent) on float: 0 fills ones, 1 copies, and 0.5, -0.5, -1, 2, 3
-// and -2 take dedicated kernels (pow_out and pow_tensor_scalar_optimized_kernel).
-Step powStep(double exponent) {
-  if (exponent == 0.0) {
-    return {VecOp::kFillOne, 0};
-  }
-  if (exponent == 1.0) {
-    return {VecOp::kCopy, 0};
-  }
-  if (exponent == 0.5) {
-    return {VecOp::kSqrt, 0};
-  }
-  if (exponent == -0.5) {
-    return {VecOp::kRsqrt, 0};
-  }
-  if (exponent == -1.0) {
-    return {VecOp::kReciprocal, 0};
-  }
-  if (exponent == 2.0) {
-    return {VecOp::kSquare, 0};
-  }
-  if (exponent == 3.0) {
-    return {VecOp::kCube, 0};
-  }
-  if (exponent == -2.0) {
-    return {VecOp::kInverseSquare, 0};
-  }
-  Step step{VecOp::kPow, 0};
-  step.a = static_cast<float>(exponent);
-  return step;
 }
 
 class Compiler {
@@ -289,22 +259,24 @@ private:
     auto number = [&](size_t k, double otherwise) {
       return k < args.size() ? args[k].number : c10::Scalar(otherwise);
     };
+    auto step = [](Formula formula, float a = 0.f, float b = 0.f) {
+      Step made{formula, 0};
+      made.a = a;
+      made.b = b;
+      return made;
+    };
     switch (instruction.op) {
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kRsub: {
       const float alpha = toFloat(number(2, 1.0));
-      Step step{VecOp::kAdd, 0};
-      step.a = instruction.op == OpKind::kAdd ? alpha : -alpha;
-      return step;
+      return step(vec::BinaryOp::kAdd, instruction.op == OpKind::kAdd ? alpha : -alpha);
     }
     case OpKind::kGelu:
-      return {args.size() > 1 && args[1].text == "tanh" ? VecOp::kGeluTanh : VecOp::kGelu, 0};
-    case OpKind::kLeakyRelu: {
-      Step step{VecOp::kLeakyRelu, 0};
-      step.a = toFloat(number(1, 0.01));
-      return step;
-    }
+      return step(args.size() > 1 && args[1].text == "tanh" ? vec::UnaryOp::kGeluTanh
+                                                            : vec::UnaryOp::kGelu);
+    case OpKind::kLeakyRelu:
+      return step(vec::UnaryOp::kLeakyRelu, toFloat(number(1, 0.01)));
     case OpKind::kClamp:
     case OpKind::kClampMin:
     case OpKind::kClampMax: {
@@ -313,19 +285,22 @@ private:
       const Operand& max_operand = args[instruction.op == OpKind::kClamp ? 2 : 1];
       const bool has_max =
           instruction.op != OpKind::kClampMin && max_operand.kind == Operand::Kind::kNumber;
-      Step step{
-          has_min && has_max ? VecOp::kClamp : (has_min ? VecOp::kClampMin : VecOp::kClampMax), 0};
-      step.a = has_min ? toFloat(args[1].number) : 0.f;
-      step.b = has_max ? toFloat(max_operand.number) : 0.f;
-      return step;
+      const vec::UnaryOp op = has_min && has_max ? vec::UnaryOp::kClamp
+                              : has_min          ? vec::UnaryOp::kClampMin
+                                                 : vec::UnaryOp::kClampMax;
+      return step(op, has_min ? toFloat(args[1].number) : 0.f,
+                  has_max ? toFloat(max_operand.number) : 0.f);
     }
-    case OpKind::kPow:
-      return powStep(args[1].number.toDouble());
+    case OpKind::kPow: {
+      vec::Params params;
+      const vec::UnaryOp op = vec::powFormula(args[1].number.toDouble(), &params);
+      return step(op, params.a);
+    }
     default: {
-      const std::optional<VecOp> op = directOp(instruction.op);
-      TORCH_INTERNAL_ASSERT(op.has_value(), "fused_elementwise: no vector op for ",
+      const std::optional<Formula> formula = directFormula(instruction.op);
+      TORCH_INTERNAL_ASSERT(formula.has_value(), "fused_elementwise: no formula for ",
                             opName(instruction.op));
-      return {*op, 0};
+      return step(*formula);
     }
     }
   }
@@ -338,8 +313,8 @@ private:
 };
 
 RangeFunction pickRangeFunction() {
-  // The capability ATen's own kernels use (ops/elementwise/vectorized_loops.cpp picks it): the Sleef
-  // routines differ between capabilities, and fused results should match unfused ones.
+  // The capability ATen's own kernels use (ops/elementwise/vectorized_loops.cpp picks it): the
+  // Sleef routines differ between capabilities, and fused results should match unfused ones.
   const std::string capability = vec::capability();
   if (capability == "AVX512") {
     return AVX512::runRange;

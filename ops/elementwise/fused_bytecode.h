@@ -10,55 +10,29 @@
 #include <string>
 #include <vector>
 
+#include "ops/elementwise/vectorized_loops.h"
+
 namespace srt::ops::fused {
 
 struct Program;
 
-// One vectorized operation; each is written as ATen 1.13's CPU kernel for the op writes its
-// vector lambda (as ops/elementwise/cpu/float_loops.cpp does), so fused and unfused results agree.
-enum class VecOp : uint8_t {
-  kAdd, // s0 + a * s1, as fmadd(s1, a, s0) (sub and rsub: a = -alpha)
-  kMul,
-  kDiv,
-  kRelu,
-  kSigmoid,
-  kTanh,
-  kExp,
-  kLog,
-  kSqrt,
-  kRsqrt,
-  kNeg,
-  kAbs,
-  kReciprocal,
-  kSilu,
-  kHardswish,
-  kGelu,
-  kGeluTanh,
-  kLeakyRelu, // a: negative slope
-  kClamp,     // a: min, b: max
-  kClampMin,  // a: min
-  kClampMax,  // b: max
-  kSquare,
-  kCube,
-  kInverseSquare, // 1 / (s0 * s0)
-  kPow,           // s0 ** a
-  kFillOne,
-  kCopy,
-  // 1.0 where true, 0.0 where false; only ever read as kWhere's condition.
-  kGt,
-  kLt,
-  kGe,
-  kLe,
-  kEq,
-  kNe,
-  kWhere, // s0 != 0 ? s1 : s2
+// What a step computes: one of the element-wise formulas of ops/elementwise/vectorized_loops.h
+// (the same formulas the unfused kernels run, so fused and unfused results agree).
+struct Formula {
+  enum class Arity : uint8_t { kUnary, kBinary, kTernary };
+  Arity arity;
+  uint8_t op; // a vec::UnaryOp, BinaryOp or TernaryOp, by arity
+
+  Formula(vec::UnaryOp unary) : arity(Arity::kUnary), op(static_cast<uint8_t>(unary)) {}
+  Formula(vec::BinaryOp binary) : arity(Arity::kBinary), op(static_cast<uint8_t>(binary)) {}
+  Formula(vec::TernaryOp ternary) : arity(Arity::kTernary), op(static_cast<uint8_t>(ternary)) {}
 };
 
 // The slot a step writes when it computes the program's result.
 constexpr uint8_t kOutputSlot = 255;
 
 struct Step {
-  VecOp op;
+  Formula formula;
   uint8_t dst;
   uint8_t src[3] = {0, 0, 0};
   float a = 0.f;

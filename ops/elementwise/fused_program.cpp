@@ -43,6 +43,7 @@ constexpr OpSpec kOps[] = {
     {OpKind::kReciprocal, "reciprocal", "S"},
     {OpKind::kSilu, "silu", "S"},
     {OpKind::kHardswish, "hardswish", "S"},
+    {OpKind::kHardsigmoid, "hardsigmoid", "S"},
     {OpKind::kGelu, "gelu", "St"},
     {OpKind::kLeakyRelu, "leaky_relu", "Sn"},
     {OpKind::kClamp, "clamp", "SOO"},

@@ -41,6 +41,7 @@ enum class OpKind : uint8_t {
   kReciprocal,
   kSilu,
   kHardswish,
+  kHardsigmoid,
   // (self[, 'tanh'])
   kGelu,
   // (self[, negative_slope])

@@ -16,45 +16,13 @@ constexpr auto logKernel = unaryKernel<UnaryOp::kLog, at::cpu::log_out, true>;
 constexpr auto sqrtKernel = unaryKernel<UnaryOp::kSqrt, at::cpu::sqrt_out, true>;
 constexpr auto rsqrtKernel = unaryKernel<UnaryOp::kRsqrt, at::cpu::rsqrt_out, true>;
 
-// The loop ATen's pow(float32 tensor, exponent) runs: it special-cases these exponents, so the
-// fast path does too, compared in double as ATen compares them.
-vec::UnaryOp powLoop(double exponent, vec::Params& params) {
-  if (exponent == 0.0) {
-    params.a = 1.f;
-    return UnaryOp::kFill;
-  }
-  if (exponent == 1.0) {
-    return UnaryOp::kCopy;
-  }
-  if (exponent == 0.5) {
-    return UnaryOp::kSqrt;
-  }
-  if (exponent == -0.5) {
-    return UnaryOp::kRsqrt;
-  }
-  if (exponent == -1.0) {
-    return UnaryOp::kReciprocal;
-  }
-  if (exponent == 2.0) {
-    return UnaryOp::kSquare;
-  }
-  if (exponent == 3.0) {
-    return UnaryOp::kCube;
-  }
-  if (exponent == -2.0) {
-    return UnaryOp::kInverseSquare;
-  }
-  params.a = static_cast<float>(exponent);
-  return UnaryOp::kPow;
-}
-
 // pow.Tensor_Scalar(Tensor self, Scalar exponent)
 void powTensorScalar(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const c10::Scalar exponent = p.input(1).toScalar();
   if (isContiguousFloat(self) && !exponent.isComplex()) {
     vec::Params params;
-    const UnaryOp op = powLoop(exponent.toDouble(), params);
+    const UnaryOp op = vec::powFormula(exponent.toDouble(), &params);
     mapToOutput(p, op, self, params);
     return;
   }

@@ -149,6 +149,36 @@ void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bia
   loops().row_times_matrix(x, w, ld, bias, y, k, n);
 }
 
+UnaryOp powFormula(double exponent, Params* params) {
+  if (exponent == 0.0) {
+    params->a = 1.f;
+    return UnaryOp::kFill;
+  }
+  if (exponent == 1.0) {
+    return UnaryOp::kCopy;
+  }
+  if (exponent == 0.5) {
+    return UnaryOp::kSqrt;
+  }
+  if (exponent == -0.5) {
+    return UnaryOp::kRsqrt;
+  }
+  if (exponent == -1.0) {
+    return UnaryOp::kReciprocal;
+  }
+  if (exponent == 2.0) {
+    return UnaryOp::kSquare;
+  }
+  if (exponent == 3.0) {
+    return UnaryOp::kCube;
+  }
+  if (exponent == -2.0) {
+    return UnaryOp::kInverseSquare;
+  }
+  params->a = static_cast<float>(exponent);
+  return UnaryOp::kPow;
+}
+
 const char* capability() {
   return loops().name;
 }

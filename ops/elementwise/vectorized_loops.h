@@ -6,10 +6,14 @@
 
 namespace srt::ops::vec {
 
-// out[i] = f(x[i]) with parameters a, b. Each is written as ATen 1.13's vectorized CPU kernel for
+// The element-wise formulas, by arity: the one list of them that the unfused kernels, the fused
+// bytecode (ops/elementwise/fused_bytecode.h) and the GEMM epilogues (ops/gemm/epilogue.h) name.
+// Each is written once (ops/elementwise/cpu/formulas.h), as ATen 1.13's vectorized CPU kernel for
 // the op, and on the capability ATen uses gives bit-identical results (measured on 10^5 values),
 // with two exceptions within 5e-7: gelu "none" (ATen hands contiguous float32 to oneDNN) and a
 // general pow exponent (ATen computes the last partial vector with std::pow).
+//
+// out[i] = f(x[i]) with parameters a, b.
 enum class UnaryOp : uint8_t {
   kRelu,
   kSigmoid,
@@ -30,6 +34,8 @@ enum class UnaryOp : uint8_t {
   kReciprocal,
   kSquare,
   kCube,
+  kNeg,
+  kAbs,
   kInverseSquare, // 1 / (x * x)
   kPow,           // x ** a
   kFill,          // a
@@ -46,17 +52,30 @@ enum class BinaryOp : uint8_t {
   kMul,
   kDiv,
   kPow,
+  // 1.0 where true, 0.0 where false: a mask, only ever read as kWhere's condition.
+  kGt,
+  kLt,
+  kGe,
+  kLe,
+  kEq,
+  kNe,
 };
 
 // out[i] = f(x[i], y[i], z[i]).
 enum class TernaryOp : uint8_t {
   kMulAdd, // x * y + z
+  kWhere,  // x != 0 ? y : z
 };
 
 struct Params {
   float a = 0.f;
   float b = 0.f;
 };
+
+// The formula ATen's pow(float32 tensor, exponent) runs: it special-cases 0, 1, 0.5, -0.5, -1, 2, 3
+// and -2 (compared in double, as ATen does) with kernels of their own; any other exponent is kPow
+// with `params->a` set.
+UnaryOp powFormula(double exponent, Params* params);
 
 // The loops below, over `n` contiguous floats; `out` may be one of the inputs. Above ATen's grain
 // size (32768 elements) the range is split over the intra-op threads, as ATen splits its own.

@@ -26,26 +26,6 @@ bool isDenseFloat(const at::Tensor& t) {
          t.is_cpu() && !t.is_neg();
 }
 
-vec::UnaryOp loopFor(Activation activation) {
-  switch (activation) {
-  case Activation::kRelu:
-    return vec::UnaryOp::kRelu;
-  case Activation::kGelu:
-    return vec::UnaryOp::kGelu;
-  case Activation::kGeluTanh:
-    return vec::UnaryOp::kGeluTanh;
-  case Activation::kSigmoid:
-    return vec::UnaryOp::kSigmoid;
-  case Activation::kTanh:
-    return vec::UnaryOp::kTanh;
-  case Activation::kSilu:
-    return vec::UnaryOp::kSilu;
-  case Activation::kNone:
-    break;
-  }
-  return vec::UnaryOp::kCopy;
-}
-
 } // namespace
 
 std::optional<Activation> parseActivation(std::string_view name) {
@@ -113,7 +93,7 @@ void applyEpilogue(const GemmEpilogue& epilogue, const at::Tensor& out,
   float* data = static_cast<float*>(out.data_ptr());
   const int64_t n = out.numel();
   if (epilogue.activation != Activation::kNone) {
-    vec::map(loopFor(epilogue.activation), data, data, n);
+    vec::map(formulaOf(epilogue.activation), data, data, n);
   }
   if (!epilogue.has_residual) {
     return;

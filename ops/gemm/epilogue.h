@@ -8,17 +8,26 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "ops/elementwise/vectorized_loops.h"
+
 namespace srt::ops {
 
+// The activations a fused GEMM applies: none, or one of the element-wise formulas
+// (vectorized_loops.h), whose values these are.
 enum class Activation : uint8_t {
-  kNone,
-  kRelu,
-  kGelu,     // aten::gelu(approximate="none")
-  kGeluTanh, // aten::gelu(approximate="tanh")
-  kSigmoid,
-  kTanh,
-  kSilu,
+  kRelu = static_cast<uint8_t>(vec::UnaryOp::kRelu),
+  kGelu = static_cast<uint8_t>(vec::UnaryOp::kGelu),         // approximate="none"
+  kGeluTanh = static_cast<uint8_t>(vec::UnaryOp::kGeluTanh), // approximate="tanh"
+  kSigmoid = static_cast<uint8_t>(vec::UnaryOp::kSigmoid),
+  kTanh = static_cast<uint8_t>(vec::UnaryOp::kTanh),
+  kSilu = static_cast<uint8_t>(vec::UnaryOp::kSilu),
+  kNone = 0xff,
 };
+
+// The formula of an activation other than kNone.
+inline vec::UnaryOp formulaOf(Activation activation) {
+  return static_cast<vec::UnaryOp>(activation);
+}
 
 // The names srt::fused_linear's `activation` argument takes: "none", "relu", "gelu",
 // "gelu_tanh", "sigmoid", "tanh", "silu". std::nullopt for anything else.

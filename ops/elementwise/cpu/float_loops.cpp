@@ -1,8 +1,7 @@
-// The loops of ops/elementwise/vectorized_loops.h for one CPU capability. Built once per capability by
-// cmake/CpuKernels.cmake with CPU_CAPABILITY set, so Vectorized<float> is that capability's
-// (8 floats with AVX2, 16 with AVX-512) and every symbol lands in its own inline namespace.
-// Each op is written as ATen 1.13's CPU kernel writes its vector lambda (see vectorized_loops.h
-// for how closely results match).
+// The loops of ops/elementwise/vectorized_loops.h for one CPU capability. Built once per capability
+// by cmake/CpuKernels.cmake with CPU_CAPABILITY set, so Vectorized<float> is that capability's
+// (8 floats with AVX2, 16 with AVX-512) and every symbol lands in its own inline namespace. The
+// element-wise formulas are formulas.h's; the row kernels below are this file's own.
 #include <algorithm>
 #include <cmath>
 
@@ -11,168 +10,22 @@
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
+#include "ops/elementwise/cpu/formulas.h"
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops::vec {
 inline namespace CPU_CAPABILITY {
-namespace {
-
-using Vec = at::vec::Vectorized<float>;
-
-// The one loop: out[i] = f(in[i]...). The tail goes through the same vector function on a
-// partial load, so every element is computed the same way wherever the range is split.
-template <typename F, typename... Inputs>
-void loop(float* out, int64_t n, const F& f, const Inputs*... in) {
-  constexpr int64_t kStep = Vec::size();
-  int64_t i = 0;
-  for (; i + kStep <= n; i += kStep) {
-    f(Vec::loadu(in + i)...).store(out + i);
-  }
-  if (i < n) {
-    const int64_t rest = n - i;
-    f(Vec::loadu(in + i, rest)...).store(out + i, rest);
-  }
-}
-
-} // namespace
-
 void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params) {
-  const Vec a(params.a);
-  const Vec b(params.b);
-  const Vec zero(0.f);
-  const Vec one(1.f);
-  switch (op) {
-  case UnaryOp::kRelu: // ATen: clamp_min(x, 0)
-    return loop(
-        out, n, [&](Vec v) { return at::vec::clamp_min(v, zero); }, x);
-  case UnaryOp::kSigmoid:
-    return loop(
-        out, n, [&](Vec v) { return ((zero - v).exp() + one).reciprocal(); }, x);
-  case UnaryOp::kTanh:
-    return loop(
-        out, n, [](Vec v) { return v.tanh(); }, x);
-  case UnaryOp::kGelu: {
-    const Vec half(0.5f);
-    const Vec alpha(static_cast<float>(M_SQRT1_2));
-    return loop(
-        out, n, [&](Vec v) { return v * half * (one + (v * alpha).erf()); }, x);
-  }
-  case UnaryOp::kGeluTanh: {
-    const Vec half(0.5f);
-    const Vec beta(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5));
-    const Vec kappa(0.044715f);
-    return loop(
-        out, n,
-        [&](Vec v) {
-          const Vec inner = beta * (v + kappa * (v * v * v));
-          return half * v * (one + inner.tanh());
-        },
-        x);
-  }
-  case UnaryOp::kSilu:
-    return loop(
-        out, n, [&](Vec v) { return v / (one + v.neg().exp()); }, x);
-  case UnaryOp::kHardswish: {
-    const Vec three(3.f);
-    const Vec six(6.f);
-    return loop(
-        out, n,
-        [&](Vec v) { return v * at::vec::minimum(at::vec::maximum(v + three, zero), six) / six; },
-        x);
-  }
-  case UnaryOp::kHardsigmoid: {
-    const Vec three(3.f);
-    const Vec six(6.f);
-    return loop(
-        out, n,
-        [&](Vec v) { return at::vec::minimum(at::vec::maximum(v + three, zero), six) / six; }, x);
-  }
-  case UnaryOp::kLeakyRelu:
-    return loop(
-        out, n, [&](Vec v) { return v * Vec::blendv(a, one, v > zero); }, x);
-  case UnaryOp::kClamp:
-    return loop(
-        out, n, [&](Vec v) { return at::vec::clamp(v, a, b); }, x);
-  case UnaryOp::kClampMin:
-    return loop(
-        out, n, [&](Vec v) { return at::vec::clamp_min(v, a); }, x);
-  case UnaryOp::kClampMax:
-    return loop(
-        out, n, [&](Vec v) { return at::vec::clamp_max(v, b); }, x);
-  case UnaryOp::kExp:
-    return loop(
-        out, n, [](Vec v) { return v.exp(); }, x);
-  case UnaryOp::kLog:
-    return loop(
-        out, n, [](Vec v) { return v.log(); }, x);
-  case UnaryOp::kSqrt:
-    return loop(
-        out, n, [](Vec v) { return v.sqrt(); }, x);
-  case UnaryOp::kRsqrt:
-    return loop(
-        out, n, [](Vec v) { return v.rsqrt(); }, x);
-  case UnaryOp::kReciprocal:
-    return loop(
-        out, n, [](Vec v) { return v.reciprocal(); }, x);
-  case UnaryOp::kSquare:
-    return loop(
-        out, n, [](Vec v) { return v * v; }, x);
-  case UnaryOp::kCube:
-    return loop(
-        out, n, [](Vec v) { return v * v * v; }, x);
-  case UnaryOp::kInverseSquare:
-    return loop(
-        out, n, [](Vec v) { return (v * v).reciprocal(); }, x);
-  case UnaryOp::kPow:
-    return loop(
-        out, n, [&](Vec v) { return v.pow(a); }, x);
-  case UnaryOp::kFill:
-    return loop(
-        out, n, [&](Vec) { return a; }, x);
-  case UnaryOp::kCopy:
-    return loop(
-        out, n, [](Vec v) { return v; }, x);
-  case UnaryOp::kAddScalar: // ATen: fmadd(other, alpha, self)
-    return loop(
-        out, n, [&](Vec v) { return at::vec::fmadd(a, b, v); }, x);
-  case UnaryOp::kMulScalar:
-    return loop(
-        out, n, [&](Vec v) { return v * a; }, x);
-  case UnaryOp::kDivScalar:
-    return loop(
-        out, n, [&](Vec v) { return v / a; }, x);
-  case UnaryOp::kAffine:
-    return loop(
-        out, n, [&](Vec v) { return v * a + b; }, x);
-  }
+  visitFormula(op, params, [&](const auto& f) { applyFormula(out, n, f, x); });
 }
 
 void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params) {
-  switch (op) {
-  case BinaryOp::kAdd: {
-    const Vec alpha(params.a);
-    return loop(
-        out, n, [&](Vec u, Vec v) { return at::vec::fmadd(v, alpha, u); }, x, y);
-  }
-  case BinaryOp::kMul:
-    return loop(
-        out, n, [](Vec u, Vec v) { return u * v; }, x, y);
-  case BinaryOp::kDiv:
-    return loop(
-        out, n, [](Vec u, Vec v) { return u / v; }, x, y);
-  case BinaryOp::kPow:
-    return loop(
-        out, n, [](Vec u, Vec v) { return u.pow(v); }, x, y);
-  }
+  visitFormula(op, params, [&](const auto& f) { applyFormula(out, n, f, x, y); });
 }
 
 void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, float* out,
                  int64_t n) {
-  switch (op) {
-  case TernaryOp::kMulAdd:
-    return loop(
-        out, n, [](Vec u, Vec v, Vec w) { return u * v + w; }, x, y, z);
-  }
+  visitFormula(op, [&](const auto& f) { applyFormula(out, n, f, x, y, z); });
 }
 
 namespace {
@@ -236,10 +89,10 @@ void softmaxRow(float* x, int64_t n) {
   const float max =
       at::vec::reduce_all<float>([](Vec a, Vec b) { return at::vec::maximum(a, b); }, x, n);
   const Vec max_vec(max);
-  loop(
+  applyFormula(
       x, n, [&](Vec v) { return expForSoftmax(v - max_vec); }, x);
   const Vec inverse_sum(1.f / sumOf(x, n));
-  loop(
+  applyFormula(
       x, n, [&](Vec v) { return v * inverse_sum; }, x);
 }
 
@@ -265,17 +118,17 @@ void layerNormRow(const float* x, const float* gamma, const float* beta, float e
   // must give 0 (seen in the -O1 sanitizer build); the difference is one rounding.
   const Vec scale(rstd);
   if (gamma != nullptr && beta != nullptr) {
-    loop(
+    applyFormula(
         out, n, [&](Vec v, Vec g, Vec b) { return ((v - mean_vec) * scale) * g + b; }, x, gamma,
         beta);
   } else if (gamma != nullptr) {
-    loop(
+    applyFormula(
         out, n, [&](Vec v, Vec g) { return ((v - mean_vec) * scale) * g; }, x, gamma);
   } else if (beta != nullptr) {
-    loop(
+    applyFormula(
         out, n, [&](Vec v, Vec b) { return (v - mean_vec) * scale + b; }, x, beta);
   } else {
-    loop(
+    applyFormula(
         out, n, [&](Vec v) { return (v - mean_vec) * scale; }, x);
   }
 }
