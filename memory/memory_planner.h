@@ -28,7 +28,7 @@ struct ManagedTensor {
 // shares the arena with tensors that are not live then. The planner never sees the node; whoever
 // runs it reports the bytes asked for (requestScratch) and lends it the block (scratchData).
 struct ScratchBlock {
-  size_t step;
+  size_t step = 0;
   std::string name = ""; // for dumps: the node's kind and output
 };
 

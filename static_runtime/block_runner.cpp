@@ -18,7 +18,7 @@ BlockRunner::BlockRunner(const Program& program, size_t block_index, c10::IValue
   for (const ops::StaticNodeInfo& node_info : info_.nodes) {
     ops::ProcessedNode& node = nodes_.emplace_back(node_info, values, scratch);
     if (every_node != nullptr) {
-      every_node->push_back(&node);
+      every_node->at(node_info.id) = &node;
     }
     if (!node_info.sub_blocks.empty()) {
       std::vector<std::unique_ptr<ops::SubBlock>> sub_blocks;

@@ -13,10 +13,10 @@ namespace srt {
 // outlive the runner.
 class BlockRunner final : public ops::SubBlock {
 public:
-  // Appends the address of every node it builds, sub-blocks included, to `every_node` (when
-  // given) in Program::scratch_blocks order: each node, then the nodes of its sub-blocks. The
-  // addresses stay valid as long as the runner. `node_events` is the runtime's per-run decision
-  // to run nodes under profiler events (see profiler_events.h), read by every block.
+  // Puts the address of every node it builds, sub-blocks included, at the node's id in
+  // `every_node` (when given: Program::num_nodes entries). The addresses stay valid as long as
+  // the runner. `node_events` is the runtime's per-run decision to run nodes under profiler
+  // events (see profiler_events.h), read by every block.
   BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
               ops::Scratch* scratch, const bool& node_events,
               std::vector<ops::ProcessedNode*>* every_node = nullptr);

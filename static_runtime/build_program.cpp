@@ -36,6 +36,7 @@ public:
     collectOutputs();
     collectValuesToReset(graph);
     if (options_.optimize_memory) {
+      program_.scratch_blocks.resize(program_.num_nodes);
       for (size_t step = 0; step < program_.blocks.front().nodes.size(); ++step) {
         collectScratchBlocks(program_.blocks.front().nodes[step], step);
       }
@@ -90,6 +91,7 @@ private:
   ops::StaticNodeInfo buildNode(const Node* node) {
     ops::StaticNodeInfo info;
     info.node = node;
+    info.id = program_.num_nodes++;
     for (const Value* input : node->inputs()) {
       info.inputs.push_back(indexOf(input));
     }
@@ -159,8 +161,8 @@ private:
     }
   }
 
-  // One scratch block per node, in the order BlockRunners are built (a node, then the nodes of
-  // its sub-blocks). A node inside an If/Loop body gets the step of the top-level If/Loop: every
+  // One scratch block per node, at the node's id. A node inside an If/Loop body gets the step of
+  // the top-level If/Loop: every
   // managed tensor is a top-level value, and those live at that step (the If/Loop's inputs and
   // outputs) are live over the whole step, so they never share bytes with it; the blocks of one
   // step are disjoint from each other, so nested nodes need not take turns. (A loop body's
@@ -173,7 +175,7 @@ private:
     if (node.node->owningBlock() != node.node->owningGraph()->block()) {
       name += " (in a sub-block)";
     }
-    program_.scratch_blocks.push_back({step, std::move(name)});
+    program_.scratch_blocks[node.id] = {step, std::move(name)};
     for (size_t sub_block : node.sub_blocks) {
       for (const ops::StaticNodeInfo& inner : program_.blocks[sub_block].nodes) {
         collectScratchBlocks(inner, step);

@@ -50,8 +50,9 @@ struct Program {
   // caller calls StaticRuntime::deallocateOutputTensors().
   std::vector<memory::ManagedTensor> managed_output_tensors;
   size_t num_unmanaged_tensors = 0;
-  // With optimize_memory: one kernel scratch block per node of every block, in the order the
-  // runtime's BlockRunners are built (each node followed by the nodes of its sub-blocks).
+  // Nodes of every block, numbered 0..num_nodes-1 (StaticNodeInfo::id).
+  size_t num_nodes = 0;
+  // With optimize_memory: one kernel scratch block per node, by node id.
   std::vector<memory::ScratchBlock> scratch_blocks;
 
   size_t firstNodeValue() const { return num_inputs + constants.size(); }

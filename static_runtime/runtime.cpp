@@ -21,10 +21,10 @@ StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
   // Constants are shared with the module: copying an IValue only bumps a reference count.
   std::copy(program.constants.begin(), program.constants.end(),
             values_.begin() + program.num_inputs);
+  nodes_.resize(program.num_nodes);
   top_block_ =
       std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_, node_events_, &nodes_);
   if (module.options().optimize_memory) {
-    TORCH_INTERNAL_ASSERT(nodes_.size() == program.scratch_blocks.size());
     planner_.emplace(program.managed_tensors, module.options().memory_planner,
                      program.scratch_blocks);
   }

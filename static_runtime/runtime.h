@@ -110,7 +110,7 @@ private:
   // Whether the current run's nodes record profiler events; decided at the start of each run.
   bool node_events_ = false;
   std::unique_ptr<BlockRunner> top_block_;
-  // Every node of every block, in Program::scratch_blocks order; owned by top_block_.
+  // Every node of every block, by node id (StaticNodeInfo::id); owned by top_block_.
   std::vector<ops::ProcessedNode*> nodes_;
 };
 

@@ -29,6 +29,9 @@ struct StaticNodeInfo {
   uint32_t num_outputs = 0;
   // Indices of this node's sub-blocks (prim::If / prim::Loop) in the module's block table.
   std::vector<size_t> sub_blocks;
+  // This node's number among the nodes of every block: where a runtime keeps it, and which
+  // planned scratch block is its.
+  size_t id = 0;
 };
 
 // A node's sub-block, run by the runtime that owns the ProcessedNode. Control-flow kernels use it
