@@ -3,15 +3,16 @@
 // A permuted tensor that reaches reshape/flatten/contiguous, or a matmul/linear that must first
 // make it contiguous, is copied at run time by that reader into a fresh allocation each run;
 // a reshape/flatten of a transposed tensor copies the same way. srt::permute_copy /
-// reshape_copy / flatten_copy (ops/shapes/copy_variants.cpp) do that copy themselves, into a tensor the
-// memory planner owns, and their result aliases nothing, so the input's memory is free once the
+// reshape_copy / flatten_copy (ops/shapes/copy_variants.cpp) do that copy themselves, into a tensor
+// the memory planner owns, and their result aliases nothing, so the input's memory is free once the
 // copy has read it. Views whose readers take any strides (element-wise ops) stay views: copying
 // those would only add work.
 //
 // A rewrite must not change what anyone can observe, so it is skipped when the view or its input
 // is written in place (the copy would not see, or make, the write), when the result may reach
 // the caller (who would get a copy instead of a view), and when a reader may look at strides.
-// aten::contiguous and aten::to already run as always-copy out variants (ops/shapes/conversions.cpp).
+// aten::contiguous and aten::to already run as always-copy out variants
+// (ops/shapes/conversions.cpp).
 #include <algorithm>
 
 #include <torch/csrc/jit/ir/alias_analysis.h>

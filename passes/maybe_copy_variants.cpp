@@ -10,8 +10,8 @@
 // values when it copied), so writes through `y` behave as before; what changes is where the copy
 // lives: `c` is an out-variant output the memory planner owns, where the replaced kernels copied
 // every time (aten::to, ops/shapes/conversions.cpp) or into a fresh allocation (aten::reshape,
-// ops/shapes/views.cpp). The rewrite only pays off when `c` can be planned, so results that may reach
-// the caller are left alone (their copy must be the caller's anyway), as are nodes inside
+// ops/shapes/views.cpp). The rewrite only pays off when `c` can be planned, so results that may
+// reach the caller are left alone (their copy must be the caller's anyway), as are nodes inside
 // sub-blocks. A reshape is only split when its input may be non-contiguous (it comes from a
 // strided view): a reshape of a freshly computed tensor is a view, and one native node is cheaper
 // than two.

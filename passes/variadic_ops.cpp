@@ -1,5 +1,6 @@
 // variadic_cat_stack: aten::cat / aten::stack of a list built only for them take the list's
-// tensors as their own inputs (srt::variadic_cat / srt::variadic_stack, ops/shapes/variadic_ops.cpp):
+// tensors as their own inputs (srt::variadic_cat / srt::variadic_stack,
+// ops/shapes/variadic_ops.cpp):
 //
 //   %l = prim::ListConstruct(%a, %b, %c)          %y = srt::variadic_cat(%a, %b, %c, %dim)
 //   %y = aten::cat(%l, %dim)                ->

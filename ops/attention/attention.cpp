@@ -24,13 +24,13 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
-#include "ops/gemm/onednn.h"
-#include "ops/gemm/threads.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/gemm/onednn.h"
+#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 namespace {

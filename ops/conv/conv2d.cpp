@@ -15,13 +15,13 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/elementwise/fast_path.h"
-#include "ops/gemm/threads.h"
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
+#include "ops/elementwise/fast_path.h"
+#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 namespace {

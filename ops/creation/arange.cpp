@@ -4,10 +4,10 @@
 #include <c10/core/DefaultDtype.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

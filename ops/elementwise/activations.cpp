@@ -6,8 +6,8 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/Functions.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

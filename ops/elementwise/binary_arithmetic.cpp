@@ -3,8 +3,8 @@
 // everything else (broadcasting, other dtypes, strides, rounding modes) runs `at::cpu::*_out`.
 #include <ATen/CPUFunctions.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

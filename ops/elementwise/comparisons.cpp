@@ -4,8 +4,8 @@
 // Inside an element-wise chain they are fused instead (ops/elementwise/fused_program.cpp).
 #include <ATen/CPUFunctions.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

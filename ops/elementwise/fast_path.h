@@ -1,6 +1,6 @@
 // What the element-wise, normalization and reduction kernels share: when an input can take the
-// float32 fast path (ops/elementwise/vectorized_loops.h), outputs shaped for it, and the pieces of ATen's
-// type promotion and scalar handling the `at::cpu::*_out` calls need from us.
+// float32 fast path (ops/elementwise/vectorized_loops.h), outputs shaped for it, and the pieces of
+// ATen's type promotion and scalar handling the `at::cpu::*_out` calls need from us.
 #pragma once
 
 #include <initializer_list>

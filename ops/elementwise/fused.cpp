@@ -18,10 +18,10 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
+#include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
 #include "ops/elementwise/fused_bytecode.h"
 #include "ops/elementwise/fused_program.h"
-#include "ops/core/registry.h"
 
 namespace srt::ops::fused {
 namespace {

@@ -2,8 +2,8 @@
 // kernels. Contiguous float32 inputs run the vectorized loops; others run `at::cpu::*_out`.
 #include <ATen/CPUFunctions.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

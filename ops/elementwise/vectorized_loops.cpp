@@ -1,4 +1,5 @@
-// Picks the capability build of ops/elementwise/cpu/float_loops.cpp and splits large ranges over threads.
+// Picks the capability build of ops/elementwise/cpu/float_loops.cpp and splits large ranges over
+// threads.
 #include "ops/elementwise/vectorized_loops.h"
 
 #include <algorithm>

@@ -8,10 +8,10 @@
 #include <ATen/ops/mm_cpu_dispatch.h>
 #include <ATen/ops/resize_native.h>
 
-#include "ops/gemm/problem.h"
-#include "ops/gemm/threads.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
+#include "ops/gemm/problem.h"
+#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 namespace {

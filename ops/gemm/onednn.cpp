@@ -7,10 +7,10 @@
 #include <ATen/ops/resize_native.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "ops/gemm/threads.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 

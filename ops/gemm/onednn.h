@@ -7,10 +7,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "ops/core/kernel.h"
 #include "ops/gemm/epilogue.h"
 #include "ops/gemm/problem.h"
 #include "ops/gemm/threads.h"
-#include "ops/core/kernel.h"
 
 namespace srt::ops {
 

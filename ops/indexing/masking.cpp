@@ -7,8 +7,8 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Copy.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

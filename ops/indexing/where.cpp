@@ -4,8 +4,8 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/Parallel.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

@@ -15,8 +15,8 @@
 #include <ATen/native/layer_norm.h>
 #include <torch/csrc/jit/ir/constants.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops {

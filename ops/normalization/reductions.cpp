@@ -2,8 +2,8 @@
 // vectorized and split over threads already; what we add is the output's reuse and its dtype.
 #include <ATen/CPUFunctions.h>
 
-#include "ops/elementwise/fast_path.h"
 #include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
 namespace {

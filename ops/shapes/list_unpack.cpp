@@ -14,9 +14,9 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
-#include "ops/shapes/list_unpack.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
+#include "ops/shapes/list_unpack.h"
 #include "ops/shapes/strided_views.h"
 
 namespace srt::ops {

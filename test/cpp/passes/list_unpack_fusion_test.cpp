@@ -1,5 +1,5 @@
-// passes/list_unpack_fusion.cpp and its kernels (ops/shapes/list_unpack.cpp): chunk/split/unbind whose
-// list is only unpacked become one node with one output per piece.
+// passes/list_unpack_fusion.cpp and its kernels (ops/shapes/list_unpack.cpp): chunk/split/unbind
+// whose list is only unpacked become one node with one output per piece.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>

@@ -86,8 +86,9 @@ TEST(InputWrites, InPlaceOpsOnCopiesLeaveInputsUntouched) {
 
 // Found by the harness's input check: when y.t() is already contiguous, TorchScript's
 // `contiguous()` returns y.t() itself, so b.add_(1) writes into the caller's y (the JIT does).
-// Our aten::contiguous (and aten::to) kernels copy (ops/shapes/conversions.cpp); a node whose result is
-// written in place keeps the JIT's aliasing operator, so the write reaches y as in the JIT.
+// Our aten::contiguous (and aten::to) kernels copy (ops/shapes/conversions.cpp); a node whose
+// result is written in place keeps the JIT's aliasing operator, so the write reaches y as in the
+// JIT.
 TEST(InputWrites, ContiguousOfAContiguousInputAliasesItLikeTheJit) {
   expectMatchesJit(kInPlaceOnViews, {{{torch::randn({3, 4}), torch::randn({3, 4}).t()}, {}},
                                      {{torch::randn({2, 4}), torch::randn({2, 4}).t()}, {}}});

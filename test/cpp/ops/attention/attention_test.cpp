@@ -1,5 +1,5 @@
-// Kernels of srt::attention and srt::multi_head_attention (ops/attention/attention.cpp) against their
-// reference implementation, which the JIT runs: strided operands, broadcast masks, degenerate
+// Kernels of srt::attention and srt::multi_head_attention (ops/attention/attention.cpp) against
+// their reference implementation, which the JIT runs: strided operands, broadcast masks, degenerate
 // sizes, and the dtypes the fast path leaves to the reference.
 #include <limits>
 

@@ -1,5 +1,5 @@
-// Native scalar kernels (ops/containers/scalar_ops.cpp): sizes, int/float arithmetic and comparisons,
-// casts, identity checks, against the JIT.
+// Native scalar kernels (ops/containers/scalar_ops.cpp): sizes, int/float arithmetic and
+// comparisons, casts, identity checks, against the JIT.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/torch.h>

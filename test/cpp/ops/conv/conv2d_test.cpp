@@ -1,5 +1,5 @@
-// conv2d with a constant weight (ops/conv/conv2d.cpp): small ones run as im2col + sgemm into planned
-// memory, large ones keep ATen's native kernel; both against the JIT.
+// conv2d with a constant weight (ops/conv/conv2d.cpp): small ones run as im2col + sgemm into
+// planned memory, large ones keep ATen's native kernel; both against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

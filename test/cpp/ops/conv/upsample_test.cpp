@@ -1,5 +1,5 @@
-// ops/conv/upsample.cpp: F.interpolate's 2-D modes (the .vec overloads it calls) by size and by scale
-// factor, against the JIT.
+// ops/conv/upsample.cpp: F.interpolate's 2-D modes (the .vec overloads it calls) by size and by
+// scale factor, against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -1,4 +1,5 @@
-// Out-variant zeros / ones / full with run-time sizes (ops/creation/filled_tensors.cpp) against the JIT.
+// Out-variant zeros / ones / full with run-time sizes (ops/creation/filled_tensors.cpp) against the
+// JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

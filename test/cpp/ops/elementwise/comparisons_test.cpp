@@ -1,4 +1,5 @@
-// Out-variant eq / ne / lt / le / gt / ge on tensors (ops/elementwise/comparisons.cpp) against the JIT.
+// Out-variant eq / ne / lt / le / gt / ge on tensors (ops/elementwise/comparisons.cpp) against the
+// JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -1,5 +1,5 @@
-// The float32 fast path on its own: ops/elementwise/vectorized_loops.h against ATen's functions, and how
-// out-variant kernels reuse (and must not reuse) their output tensor.
+// The float32 fast path on its own: ops/elementwise/vectorized_loops.h against ATen's functions,
+// and how out-variant kernels reuse (and must not reuse) their output tensor.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "ops/op_test_helpers.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/op_test_helpers.h"
 
 namespace srt::testing {
 namespace {

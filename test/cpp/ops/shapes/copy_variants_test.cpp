@@ -1,5 +1,5 @@
-// Copy-variant kernels (ops/shapes/copy_variants.cpp) run by a StaticModule against the JIT running the
-// same operators' reference implementations, on graphs the passes would produce.
+// Copy-variant kernels (ops/shapes/copy_variants.cpp) run by a StaticModule against the JIT running
+// the same operators' reference implementations, on graphs the passes would produce.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

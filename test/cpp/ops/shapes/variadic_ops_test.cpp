@@ -1,4 +1,5 @@
-// srt::variadic_cat / variadic_stack kernels (ops/shapes/variadic_ops.cpp) against aten::cat / stack.
+// srt::variadic_cat / variadic_stack kernels (ops/shapes/variadic_ops.cpp) against aten::cat /
+// stack.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
