@@ -22,6 +22,7 @@
 #include <torch/script.h>
 
 #include "fuzz_support.h"
+#include "harness/compare.h"
 #include "harness/zoo.h"
 #include "static_runtime/static_runtime.h"
 
@@ -325,7 +326,7 @@ void checkStillWorks(Target& target, size_t set, const std::string& after) {
     srt::fuzz::reportFinding("runtime broken: a valid input set of " + target.name +
                              " fails after " + after + ":\n" + error.what());
   }
-  std::string difference = srt::fuzz::compareResults(target.expected[set], result, 1e-4);
+  std::string difference = srt::testing::compareIValues(target.expected[set], result, 1e-4);
   if (!difference.empty()) {
     srt::fuzz::reportFinding("runtime broken: " + target.name +
                              " gives a wrong result for a valid input set after " + after + ": " +
@@ -423,7 +424,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (reference_ok) {
       ++g_outcomes.compared;
-      std::string difference = srt::fuzz::compareResults(reference, ours, toleranceFor(c));
+      std::string difference = srt::testing::compareIValues(reference, ours, toleranceFor(c));
       if (!difference.empty()) {
         srt::fuzz::reportFinding("static_runtime and the JIT disagree: " + difference + "\n" +
                                  describeCase(target, c) +

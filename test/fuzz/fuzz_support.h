@@ -33,11 +33,6 @@ c10::ScalarType pickDtype(FuzzedDataProvider& fdp);
 // IValue::deepcopy and Tensor::clone make non-dense tensors contiguous.
 c10::IValue cloneExact(const c10::IValue& value);
 
-// Structural comparison: "" when equal, else what differs and where. Floating tensors within
-// rtol/atol (NaN equals NaN), everything else exactly.
-std::string compareResults(const c10::IValue& expected, const c10::IValue& actual, double tolerance,
-                           const std::string& path = "output");
-
 // One line per value: type, and for tensors dtype, sizes, strides, storage offset.
 std::string describe(const c10::IValue& value);
 

@@ -7,6 +7,7 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include "harness/compare.h"
 #include "static_runtime/static_runtime.h"
 
 namespace srt::testing {
@@ -43,12 +44,6 @@ private:
   };
   std::vector<Record> records_;
 };
-
-// Structural comparison; tensors must match in dtype and shape and be within `tolerance`
-// (absolute and relative) for floating point, exactly otherwise. Returns "" when equal, else
-// what differs and where (`path` names the position, e.g. "output[1]['a']").
-std::string compareIValues(const c10::IValue& expected, const c10::IValue& actual,
-                           double tolerance = 1e-5, const std::string& path = "output");
 
 // Runs `module` through the JIT (reference) and through a StaticModule built with `options`:
 // each input set twice in a row, then the first set again after the others (shape changes both
