@@ -33,21 +33,13 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 // memory_format None or torch.preserve_format: aten::to then aliases whenever nothing changes.
-bool preservesFormat(const Value* memory_format) {
-  auto constant = torch::jit::toIValue(memory_format);
-  return constant.has_value() &&
-         (constant->isNone() ||
-          (constant->isInt() &&
-           constant->toInt() == static_cast<int64_t>(at::MemoryFormat::Preserve)));
-}
-
 // The (dtype, other) inputs of srt::to_maybe_copy for an aten::to node (nullptr: None), or nullopt
 // for overloads it does not cover (device moves, other memory formats).
 std::optional<std::pair<Value*, Value*>> toTarget(Node* node) {
   Value* none = nullptr;
   if (node->matches("aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, "
                     "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")) {
-    if (!preservesFormat(node->input(4))) {
+    if (!preservesMemoryFormat(node->input(4))) {
       return std::nullopt;
     }
     return std::make_pair(node->input(1), none);
@@ -58,7 +50,7 @@ std::optional<std::pair<Value*, Value*>> toTarget(Node* node) {
   }
   if (node->matches("aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, "
                     "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")) {
-    if (!preservesFormat(node->input(4))) {
+    if (!preservesMemoryFormat(node->input(4))) {
       return std::nullopt;
     }
     return std::make_pair(none, node->input(1));

@@ -45,14 +45,6 @@ bool isContiguousFormat(const Value* memory_format) {
          constant->toInt() == static_cast<int64_t>(at::MemoryFormat::Contiguous);
 }
 
-bool preservesFormat(const Value* memory_format) {
-  auto constant = torch::jit::toIValue(memory_format);
-  return constant.has_value() &&
-         (constant->isNone() ||
-          (constant->isInt() &&
-           constant->toInt() == static_cast<int64_t>(at::MemoryFormat::Preserve)));
-}
-
 bool knownContiguous(const Value* value) {
   static const std::vector<c10::Symbol> contiguous_producers = {
       symbol("srt::permute_copy"), symbol("srt::reshape_copy"), symbol("srt::flatten_copy")};
@@ -88,7 +80,7 @@ std::optional<at::ScalarType> constantToDtype(const Node* node) {
 bool isToDtype(const Node* node) {
   return node->matches("aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, "
                        "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)") &&
-         preservesFormat(node->input(4));
+         preservesMemoryFormat(node->input(4));
 }
 
 bool isToPrimDtype(const Node* node) {

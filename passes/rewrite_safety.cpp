@@ -10,6 +10,14 @@ namespace srt::passes {
 
 using torch::jit::Value;
 
+bool preservesMemoryFormat(const Value* memory_format) {
+  auto constant = torch::jit::toIValue(memory_format);
+  return constant.has_value() &&
+         (constant->isNone() ||
+          (constant->isInt() &&
+           constant->toInt() == static_cast<int64_t>(at::MemoryFormat::Preserve)));
+}
+
 bool mayReachGraphOutput(const torch::jit::AliasDb& alias_db, torch::jit::Graph& graph,
                          Value* value) {
   return alias_db.mayContainAlias(value, graph.outputs());

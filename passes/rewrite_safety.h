@@ -31,6 +31,10 @@ bool layoutMayBeObserved(const torch::jit::AliasDb& alias_db, torch::jit::Value*
 // only those, and AliasDb does not relate a sub-block's results to what the If/Loop returns.
 bool isTopLevel(const torch::jit::Node* node);
 
+// True when a `memory_format` argument is a constant None or torch.preserve_format: the op then
+// keeps its input's layout (what a rewrite into a same-layout copy or a no-op relies on).
+bool preservesMemoryFormat(const torch::jit::Value* memory_format);
+
 // The value of a constant int list (prim::Constant or a ListConstruct of constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value* value);
 
