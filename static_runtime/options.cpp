@@ -1,7 +1,5 @@
 #include "static_runtime/options.h"
 
-#include <algorithm>
-
 #include <c10/util/Exception.h>
 
 #include "passes/pipeline.h"
@@ -26,10 +24,6 @@ std::set<std::string> StaticModuleOptions::passesToSkip() const {
   }
   if (!use_maybe_copy_variants || !enable_out_variant) {
     skip.insert("maybe_copy_variants");
-  }
-  const std::vector<std::string> known = passes::passNames();
-  for (auto it = skip.begin(); it != skip.end();) {
-    it = std::find(known.begin(), known.end(), *it) == known.end() ? skip.erase(it) : std::next(it);
   }
   return skip;
 }
