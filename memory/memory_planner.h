@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "memory/arena.h"
-#include "memory/planner.h"
+#include "memory/offset_assignment.h"
 
 namespace c10 {
 struct IValue;

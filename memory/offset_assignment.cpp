@@ -1,4 +1,4 @@
-#include "memory/planner.h"
+#include "memory/offset_assignment.h"
 
 #include <algorithm>
 #include <iomanip>

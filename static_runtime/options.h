@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/planner.h"
+#include "memory/offset_assignment.h"
 #include "ops/core/kernel_options.h"
 
 namespace srt {

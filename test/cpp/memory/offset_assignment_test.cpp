@@ -1,12 +1,12 @@
-// The planner as a pure function: random lifetimes in, verified plans out; greedy compared with
-// the brute-force optimum and with the naive baseline.
+// memory/offset_assignment.h as a pure function: random lifetimes in, verified plans out; greedy
+// compared with the brute-force optimum and with the naive baseline.
 #include <algorithm>
 #include <numeric>
 #include <random>
 
 #include <gtest/gtest.h>
 
-#include "memory/planner.h"
+#include "memory/offset_assignment.h"
 
 namespace srt::memory {
 namespace {

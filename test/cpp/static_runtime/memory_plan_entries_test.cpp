@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "harness/differential.h"
-#include "memory/planner.h"
+#include "memory/offset_assignment.h"
 
 namespace srt::testing {
 namespace {
