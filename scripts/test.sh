@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh -DSRT_BUILD_BENCHMARKS=ON
 cd "${SRT_BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 1800 "$@"
