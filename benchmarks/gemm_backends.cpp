@@ -26,7 +26,7 @@
 
 namespace {
 
-using srt::ops::GemmBackend;
+using srt::GemmBackend;
 
 struct Shape {
   const char* model;
@@ -74,8 +74,8 @@ void registerShape(const Shape& shape) {
   const at::Tensor input = torch::randn({shape.m, shape.k});
   const std::string label = shapeLabel(shape);
   for (GemmBackend backend : kBackends) {
-    const std::string name = "linear/" + label + "/" + srt::ops::toString(backend);
-    labels()[name] = {label, srt::ops::toString(backend)};
+    const std::string name = "linear/" + label + "/" + srt::toString(backend);
+    labels()[name] = {label, srt::toString(backend)};
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
       srt::StaticModuleOptions options;
       options.gemm_backend = backend;
@@ -138,7 +138,7 @@ public:
     ConsoleReporter::Finalize();
     std::vector<std::string> columns;
     for (GemmBackend backend : kBackends) {
-      columns.push_back(srt::ops::toString(backend));
+      columns.push_back(srt::toString(backend));
     }
     columns.push_back(kBaseline);
     std::ostream& out = GetOutputStream();
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
   srt::bench::addStandardContext(threads);
   benchmark::AddCustomContext("openblas_core", openblas_get_corename());
   benchmark::AddCustomContext("default_gemm_backend",
-                              srt::ops::toString(srt::StaticModuleOptions{}.gemm_backend));
+                              srt::toString(srt::StaticModuleOptions{}.gemm_backend));
   for (const Shape& shape : kShapes) {
     registerShape(shape);
   }

@@ -10,9 +10,15 @@ install(TARGETS static_runtime EXPORT StaticRuntimeTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION include)
 install(TARGETS srt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(dir static_runtime passes ops memory)
-  install(DIRECTORY ${dir}/ DESTINATION include/${dir} FILES_MATCHING PATTERN "*.h")
-endforeach()
+# The public API only: static_runtime/static_runtime.h and what it includes. Nothing of ops/ or
+# memory/ (test/consumer checks that a user's file pulls in none of it).
+install(FILES
+  static_runtime/static_runtime.h static_runtime/static_module.h static_runtime/runtime.h
+  static_runtime/runtime_pool.h static_runtime/options.h static_runtime/runtime_options.h
+  static_runtime/stats.h static_runtime/tensor_io.h static_runtime/static_method.h
+  static_runtime/benchmark.h static_runtime/memory_plan_entry.h static_runtime/argument_binding.h
+  DESTINATION include/static_runtime)
+install(FILES passes/pass_report.h DESTINATION include/passes)
 install(EXPORT StaticRuntimeTargets NAMESPACE StaticRuntime::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)
 configure_package_config_file(cmake/StaticRuntimeConfig.cmake.in

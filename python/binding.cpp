@@ -10,7 +10,6 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 
-#include "passes/pipeline.h"
 #include "static_runtime/static_runtime.h"
 
 #ifndef SRT_VERSION
@@ -73,17 +72,14 @@ template <typename Enum> struct ChoiceOption {
   }
 };
 
-using memory::toString;
-using ops::toString;
-
-const ChoiceOption<ops::GemmBackend> kGemmBackendOption{
+const ChoiceOption<GemmBackend> kGemmBackendOption{
     "gemm_backend",
     &StaticModuleOptions::gemm_backend,
-    {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}};
-const ChoiceOption<memory::PlannerAlgorithm> kMemoryPlannerOption{
+    {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}};
+const ChoiceOption<MemoryPlannerAlgorithm> kMemoryPlannerOption{
     "memory_planner",
     &StaticModuleOptions::memory_planner,
-    {memory::PlannerAlgorithm::kGreedyBySize, memory::PlannerAlgorithm::kNaive}};
+    {MemoryPlannerAlgorithm::kGreedyBySize, MemoryPlannerAlgorithm::kNaive}};
 
 std::string validOptionNames() {
   std::string names;
@@ -159,8 +155,8 @@ py::dict optionsToDict(const StaticModuleOptions& options) {
   for (const OptionField& option : kOptionFields) {
     dict[option.name] = options.*(option.field);
   }
-  dict[kGemmBackendOption.name] = ops::toString(options.gemm_backend);
-  dict[kMemoryPlannerOption.name] = memory::toString(options.memory_planner);
+  dict[kGemmBackendOption.name] = toString(options.gemm_backend);
+  dict[kMemoryPlannerOption.name] = toString(options.memory_planner);
   py::list disabled;
   for (const std::string& name : options.disabled_passes) {
     disabled.append(name);
@@ -292,7 +288,7 @@ PYBIND11_MODULE(_C, m) {
   // Local, so it wins over any translator another extension registered for c10::Error; other
   // std::exceptions keep pybind11's default mapping (std::exception -> RuntimeError).
   py::register_local_exception_translator(translateExceptions);
-  m.def("pass_names", &passes::passNames,
+  m.def("pass_names", &passNames,
         "Names of the optimization passes, in the order they run; any can go in disabled_passes.");
 
   py::class_<StaticModule, std::shared_ptr<StaticModule>> static_module(m, "StaticModule", R"doc(

@@ -9,7 +9,7 @@
 
 #include "memory/liveness.h"
 #include "passes/describe_node.h"
-#include "static_runtime/options.h"
+#include "static_runtime/internal_options.h"
 #include "static_runtime/program.h"
 
 namespace srt {
@@ -22,8 +22,7 @@ using torch::jit::Value;
 class ProgramBuilder {
 public:
   ProgramBuilder(Program& program, const StaticModuleOptions& options)
-      : program_(program),
-        options_(options), kernel_options_{options.enable_out_variant, options.gemm_backend} {}
+      : program_(program), options_(options), kernel_options_(kernelOptions(options)) {}
 
   void build(const std::shared_ptr<torch::jit::Graph>& graph) {
     for (const Value* input : graph->inputs()) {
@@ -287,6 +286,7 @@ Program buildProgram(const std::shared_ptr<torch::jit::Graph>& graph,
 
 ModuleStats countKernels(const Program& program) {
   ModuleStats stats;
+  stats.top_level_nodes = program.blocks.front().nodes.size();
   stats.num_managed_tensors = program.managed_tensors.size();
   stats.num_unmanaged_tensors = program.num_unmanaged_tensors;
   for (const BlockInfo& block : program.blocks) {

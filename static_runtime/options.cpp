@@ -3,9 +3,47 @@
 #include <c10/util/Exception.h>
 
 #include "passes/pipeline.h"
+#include "static_runtime/internal_options.h"
 #include "static_runtime/runtime_options.h"
 
 namespace srt {
+
+namespace {
+
+ops::GemmBackend kernelBackend(GemmBackend backend) {
+  switch (backend) {
+  case GemmBackend::kOneDnn:
+    return ops::GemmBackend::kOneDnn;
+  case GemmBackend::kOpenBlas:
+    return ops::GemmBackend::kOpenBlas;
+  case GemmBackend::kAten:
+    break;
+  }
+  return ops::GemmBackend::kAten;
+}
+
+} // namespace
+
+ops::KernelOptions kernelOptions(const StaticModuleOptions& options) {
+  return {options.enable_out_variant, kernelBackend(options.gemm_backend)};
+}
+
+memory::PlannerAlgorithm plannerAlgorithm(MemoryPlannerAlgorithm algorithm) {
+  return algorithm == MemoryPlannerAlgorithm::kNaive ? memory::PlannerAlgorithm::kNaive
+                                                     : memory::PlannerAlgorithm::kGreedyBySize;
+}
+
+std::vector<std::string> passNames() {
+  return passes::passNames();
+}
+
+const char* toString(MemoryPlannerAlgorithm algorithm) {
+  return memory::toString(plannerAlgorithm(algorithm));
+}
+
+const char* toString(GemmBackend backend) {
+  return ops::toString(kernelBackend(backend));
+}
 
 void StaticModuleOptions::validate() const {
   TORCH_CHECK(enable_out_variant || !optimize_memory,

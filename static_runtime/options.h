@@ -5,10 +5,27 @@
 #include <string>
 #include <vector>
 
-#include "memory/offset_assignment.h"
-#include "ops/core/kernel_options.h"
-
 namespace srt {
+
+// How the memory planner places managed tensors in the arena.
+enum class MemoryPlannerAlgorithm {
+  kGreedyBySize, // largest first, each in the best-fitting gap among buffers live at once
+  kNaive,        // one slot per buffer: the baseline
+};
+
+// The library that runs linear / addmm / matmul / mm / bmm.
+enum class GemmBackend {
+  kOneDnn,   // oneDNN, with constant weights pre-packed when the module is built
+  kOpenBlas, // cblas_sgemm
+  kAten,     // ATen's own kernels
+};
+
+// "greedy_by_size", "naive"; "onednn", "openblas", "aten": the names Python and the CLI take.
+const char* toString(MemoryPlannerAlgorithm algorithm);
+const char* toString(GemmBackend backend);
+
+// The optimization passes, in the order they run: the names disabled_passes takes.
+std::vector<std::string> passNames();
 
 // Field names and defaults follow PyTorch's torch::jit::StaticModuleOptions.
 struct StaticModuleOptions {
@@ -24,7 +41,7 @@ struct StaticModuleOptions {
   // Same for ops that only sometimes alias their input.
   bool use_maybe_copy_variants = true;
   // How the planner places managed tensors in the arena (not in PyTorch's options).
-  memory::PlannerAlgorithm memory_planner = memory::PlannerAlgorithm::kGreedyBySize;
+  MemoryPlannerAlgorithm memory_planner = MemoryPlannerAlgorithm::kGreedyBySize;
   // Which library runs linear / addmm / matmul / mm / bmm (not in PyTorch's options).
   // oneDNN, measured with benchmarks/gemm_backends (1 thread, AVX-512 EPYC, median CPU µs of a
   // StaticRuntime running one linear; onednn / openblas / aten):
@@ -34,11 +51,11 @@ struct StaticModuleOptions {
   //   OPENBLAS_CORETYPE unset (OpenBLAS picks AVX-512 kernels): oneDNN 10-30% ahead from M=16 up
   //     (M=1024 256->768 4015 / 4362 / 4392); at M=1 all within 0.5 µs of each other, and
   //     OpenBLAS ahead for N=10, which oneDNN pads to its 64-wide blocks (M=64: 6.9 / 5.3 / 7.2).
-  ops::GemmBackend gemm_backend = ops::GemmBackend::kOneDnn;
+  GemmBackend gemm_backend = GemmBackend::kOneDnn;
   // Tensor attributes ("fc1.weight") left out of freezing, constant folding and pre-packing,
   // supplied after build with StaticModule::setConstant (weights that arrive late or change).
   std::vector<std::string> unbound_constants;
-  // Optimization passes to skip, by name (passes::passNames(); `srt inspect` lists them).
+  // Optimization passes to skip, by name (passNames(); `srt inspect` lists them).
   std::set<std::string> disabled_passes;
 
   // Throws c10::Error naming the offending combination.

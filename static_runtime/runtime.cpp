@@ -6,30 +6,51 @@
 
 #include <c10/core/GradMode.h>
 
+#include "memory/memory_planner.h"
+#include "ops/core/scratch.h"
 #include "static_runtime/block_runner.h"
+#include "static_runtime/internal_options.h"
 #include "static_runtime/intra_op_threads.h"
 #include "static_runtime/profiler_events.h"
+#include "static_runtime/program.h"
 #include "static_runtime/static_module.h"
 
 namespace srt {
 
+struct StaticRuntime::State {
+  std::vector<c10::IValue> values;
+  ops::Scratch scratch;
+  std::optional<memory::MemoryPlanner> planner;
+  // The plan generation the nodes' scratch blocks were lent from.
+  size_t lent_plan_generation = 0;
+  std::optional<memory::MemoryPlanner> output_planner;
+  bool outputs_outstanding = false;
+  // Whether the current run's nodes record profiler events; decided at the start of each run.
+  bool node_events = false;
+  std::unique_ptr<BlockRunner> top_block;
+  // Every node of every block, by node id (StaticNodeInfo::id); owned by top_block.
+  std::vector<ops::ProcessedNode*> nodes;
+};
+
 StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
-    : module_(module), options_(options) {
+    : module_(module), options_(options), state_(std::make_unique<State>()) {
   options_.validate();
   const Program& program = module.program();
-  values_.resize(program.num_values);
+  state_->values.resize(program.num_values);
   // Constants are shared with the module: copying an IValue only bumps a reference count.
   std::copy(program.constants.begin(), program.constants.end(),
-            values_.begin() + program.num_inputs);
-  nodes_.resize(program.num_nodes);
-  top_block_ =
-      std::make_unique<BlockRunner>(program, 0, values_.data(), &scratch_, node_events_, &nodes_);
+            state_->values.begin() + program.num_inputs);
+  state_->nodes.resize(program.num_nodes);
+  state_->top_block = std::make_unique<BlockRunner>(
+      program, 0, state_->values.data(), &state_->scratch, state_->node_events, &state_->nodes);
   if (module.options().optimize_memory) {
-    planner_.emplace(program.managed_tensors, module.options().memory_planner,
-                     program.scratch_blocks);
+    state_->planner.emplace(program.managed_tensors,
+                            plannerAlgorithm(module.options().memory_planner),
+                            program.scratch_blocks);
   }
   if (module.options().manage_output_tensors) {
-    output_planner_.emplace(program.managed_output_tensors, module.options().memory_planner);
+    state_->output_planner.emplace(program.managed_output_tensors,
+                                   plannerAlgorithm(module.options().memory_planner));
   }
 }
 
@@ -60,7 +81,7 @@ c10::IValue StaticRuntime::operator()(std::vector<c10::IValue> args, const Kwarg
 
 c10::IValue StaticRuntime::timedRun(std::vector<c10::IValue> args, const Kwargs& kwargs,
                                     RunTimes& times) {
-  times.nodes.resize(top_block_->numNodes(), 0.0);
+  times.nodes.resize(state_->top_block->numNodes(), 0.0);
   return run(std::move(args), kwargs, &times);
 }
 
@@ -69,16 +90,16 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
                                RunTimes* times) {
   Clock::time_point phase_start = times != nullptr ? Clock::now() : Clock::time_point();
   const Program& program = module_.program();
-  TORCH_CHECK(!outputs_outstanding_,
+  TORCH_CHECK(!state_->outputs_outstanding,
               "StaticRuntime: the tensors the previous run returned still live in this runtime's "
               "output arena (manage_output_tensors=true); call deallocateOutputTensors() before "
               "running again");
   // Spans the whole run, reset included; declared before anything that must end inside it.
   std::optional<RunEvent> run_event;
-  node_events_ = false;
+  state_->node_events = false;
   if (options_.profiling) {
     run_event.emplace(args);
-    node_events_ = nodeEventsWanted();
+    state_->node_events = nodeEventsWanted();
   }
   bindArguments(module_.schema(), args, kwargs);
   module_.appendUnboundConstants(args);
@@ -90,21 +111,22 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
     bool succeeded = false;
     ~ResetOnExit() {
       Clock::time_point start = times != nullptr ? Clock::now() : Clock::time_point();
-      if (runtime.planner_) {
+      if (runtime.state_->planner) {
         runtime.reportScratch();
-        runtime.planner_->deallocate(runtime.values_.data());
+        runtime.state_->planner->deallocate(runtime.state_->values.data());
         // A failed run may have taught the planner sizes this machine cannot hold (an input far
         // larger than any before, whose arena could not grow): forget them, as releaseMemory()
         // does, rather than fail every later run on them.
-        if (!succeeded && !runtime.planner_->verify().empty()) {
+        if (!succeeded && !runtime.state_->planner->verify().empty()) {
           runtime.releaseMemory();
         }
       }
-      if (runtime.output_planner_) {
+      if (runtime.state_->output_planner) {
         // Returned outputs stay until handed back; after a failure nobody holds them.
-        runtime.outputs_outstanding_ = succeeded && runtime.output_planner_->numManaged() > 0;
+        runtime.state_->outputs_outstanding =
+            succeeded && runtime.state_->output_planner->numManaged() > 0;
         if (!succeeded) {
-          runtime.output_planner_->deallocate(runtime.values_.data());
+          runtime.state_->output_planner->deallocate(runtime.state_->values.data());
         }
       }
       runtime.resetValues();
@@ -113,16 +135,16 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
       }
     }
   } reset_on_exit{*this, times};
-  std::move(args.begin(), args.end(), values_.begin());
+  std::move(args.begin(), args.end(), state_->values.begin());
   if (times != nullptr) {
     times->setup += lap(phase_start);
   }
-  if (planner_) {
-    planner_->allocate(values_.data());
+  if (state_->planner) {
+    state_->planner->allocate(state_->values.data());
     lendScratch();
   }
-  if (output_planner_) {
-    output_planner_->allocate(values_.data());
+  if (state_->output_planner) {
+    state_->output_planner->allocate(state_->values.data());
   }
   if (times != nullptr) {
     times->memory_alloc += lap(phase_start);
@@ -132,9 +154,9 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
   c10::AutoGradMode no_grad(false);
   ScopedIntraOpThreads threads(options_.intra_op_threads);
   if (times != nullptr) {
-    top_block_->runTimed(times->nodes.data());
+    state_->top_block->runTimed(times->nodes.data());
   } else {
-    top_block_->run();
+    state_->top_block->run();
   }
   c10::IValue outputs = takeOutputs();
   reset_on_exit.succeeded = true;
@@ -142,32 +164,33 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
 }
 
 void StaticRuntime::lendScratch() {
-  if (planner_->planGeneration() == lent_plan_generation_) {
+  if (state_->planner->planGeneration() == state_->lent_plan_generation) {
     return;
   }
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    nodes_[i]->setPlannedScratch(planner_->scratchData(i), planner_->scratchBytes(i));
+  for (size_t i = 0; i < state_->nodes.size(); ++i) {
+    state_->nodes[i]->setPlannedScratch(state_->planner->scratchData(i),
+                                        state_->planner->scratchBytes(i));
   }
-  lent_plan_generation_ = planner_->planGeneration();
+  state_->lent_plan_generation = state_->planner->planGeneration();
 }
 
 void StaticRuntime::reportScratch() noexcept {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    planner_->requestScratch(i, nodes_[i]->scratchRequested());
+  for (size_t i = 0; i < state_->nodes.size(); ++i) {
+    state_->planner->requestScratch(i, state_->nodes[i]->scratchRequested());
   }
 }
 
 void StaticRuntime::deallocateOutputTensors() {
-  if (output_planner_ && outputs_outstanding_) {
-    output_planner_->deallocate(values_.data());
-    outputs_outstanding_ = false;
+  if (state_->output_planner && state_->outputs_outstanding) {
+    state_->output_planner->deallocate(state_->values.data());
+    state_->outputs_outstanding = false;
   }
 }
 
 c10::IValue StaticRuntime::takeOutputs() {
   const std::vector<OutputSlot>& outputs = module_.program().outputs;
   auto take = [this](const OutputSlot& slot) {
-    return slot.movable ? std::move(values_[slot.index]) : values_[slot.index];
+    return slot.movable ? std::move(state_->values[slot.index]) : state_->values[slot.index];
   };
   if (outputs.size() == 1) {
     return take(outputs.front());
@@ -188,42 +211,44 @@ ModuleStats StaticRuntime::stats() const {
 
 void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
   stats.unplanned_scratch_requests =
-      std::max(stats.unplanned_scratch_requests, scratch_.requests());
-  if (!planner_) {
+      std::max(stats.unplanned_scratch_requests, state_->scratch.requests());
+  if (!state_->planner) {
     return;
   }
-  stats.memory_planner = memory::toString(planner_->algorithm());
-  stats.managed_bytes = std::max(stats.managed_bytes, planner_->arenaBytes());
+  stats.memory_planner = memory::toString(state_->planner->algorithm());
+  stats.managed_bytes = std::max(stats.managed_bytes, state_->planner->arenaBytes());
   stats.managed_lower_bound_bytes =
-      std::max(stats.managed_lower_bound_bytes, planner_->lowerBoundBytes());
-  stats.arena_reallocations = std::max(stats.arena_reallocations, planner_->arenaReallocations());
+      std::max(stats.managed_lower_bound_bytes, state_->planner->lowerBoundBytes());
+  stats.arena_reallocations =
+      std::max(stats.arena_reallocations, state_->planner->arenaReallocations());
   stats.planned_scratch_blocks =
-      std::max(stats.planned_scratch_blocks, planner_->numPlannedScratch());
+      std::max(stats.planned_scratch_blocks, state_->planner->numPlannedScratch());
   stats.planned_scratch_bytes =
-      std::max(stats.planned_scratch_bytes, planner_->plannedScratchBytes());
+      std::max(stats.planned_scratch_bytes, state_->planner->plannedScratchBytes());
 }
 
 std::string StaticRuntime::memoryPlan() const {
-  return planner_ ? planner_->dump() : "";
+  return state_->planner ? state_->planner->dump() : "";
 }
 
 std::vector<MemoryPlanEntry> StaticRuntime::memoryPlanEntries() const {
   std::vector<MemoryPlanEntry> entries;
-  if (!planner_ || planner_->plan().offsets.empty()) {
+  if (!state_->planner || state_->planner->plan().offsets.empty()) {
     return entries;
   }
-  const std::vector<memory::Lifetime> lifetimes = planner_->lifetimes();
-  const size_t num_managed = planner_->numManaged();
+  const std::vector<memory::Lifetime> lifetimes = state_->planner->lifetimes();
+  const size_t num_managed = state_->planner->numManaged();
   for (size_t i = 0; i < lifetimes.size(); ++i) {
     // Most nodes ask for no scratch; like memoryPlan(), list only buffers that hold memory.
     if (lifetimes[i].bytes == 0) {
       continue;
     }
     const bool scratch = i >= num_managed;
-    entries.push_back(
-        {scratch ? planner_->scratch()[i - num_managed].name : planner_->managed()[i].name,
-         scratch ? MemoryPlanEntry::Kind::kScratch : MemoryPlanEntry::Kind::kTensor,
-         lifetimes[i].first, lifetimes[i].last, planner_->plan().offsets[i], lifetimes[i].bytes});
+    entries.push_back({scratch ? state_->planner->scratch()[i - num_managed].name
+                               : state_->planner->managed()[i].name,
+                       scratch ? MemoryPlanEntry::Kind::kScratch : MemoryPlanEntry::Kind::kTensor,
+                       lifetimes[i].first, lifetimes[i].last, state_->planner->plan().offsets[i],
+                       lifetimes[i].bytes});
   }
   std::stable_sort(
       entries.begin(), entries.end(),
@@ -231,25 +256,29 @@ std::vector<MemoryPlanEntry> StaticRuntime::memoryPlanEntries() const {
   return entries;
 }
 
+bool StaticRuntime::arenaContains(const void* address) const {
+  return state_->planner && state_->planner->arenaContains(address);
+}
+
 std::string StaticRuntime::verifyMemoryPlan() const {
-  return planner_ ? planner_->verify() : "";
+  return state_->planner ? state_->planner->verify() : "";
 }
 
 void StaticRuntime::releaseMemory() {
-  if (planner_) {
-    planner_->releaseMemory();
+  if (state_->planner) {
+    state_->planner->releaseMemory();
     // The next runs learn scratch sizes again, like tensor sizes; no node keeps a freed block.
-    for (ops::ProcessedNode* node : nodes_) {
+    for (ops::ProcessedNode* node : state_->nodes) {
       node->resetScratchRequested();
       node->setPlannedScratch(nullptr, 0);
     }
-    lent_plan_generation_ = planner_->planGeneration();
+    state_->lent_plan_generation = state_->planner->planGeneration();
   }
 }
 
 void StaticRuntime::resetValues() noexcept {
   for (ops::ValueIndex i : module_.program().reset_after_run) {
-    values_[i] = c10::IValue();
+    state_->values[i] = c10::IValue();
   }
 }
 

@@ -8,20 +8,13 @@
 
 #include <ATen/core/ivalue.h>
 
-#include "memory/memory_planner.h"
-#include "ops/core/scratch.h"
 #include "static_runtime/argument_binding.h"
 #include "static_runtime/memory_plan_entry.h"
 #include "static_runtime/runtime_options.h"
 #include "static_runtime/stats.h"
 
-namespace srt::ops {
-class ProcessedNode;
-} // namespace srt::ops
-
 namespace srt {
 
-class BlockRunner;
 class StaticModule;
 
 // Where runs spent their time, in milliseconds, summed over the runs timedRun was given it for
@@ -76,9 +69,7 @@ public:
   [[nodiscard]] std::string verifyMemoryPlan() const;
   // Whether `address` points into this runtime's arena of intermediates (not the output arena
   // of manage_output_tensors): what a caller receives must never do so.
-  [[nodiscard]] bool arenaContains(const void* address) const {
-    return planner_ && planner_->arenaContains(address);
-  }
+  [[nodiscard]] bool arenaContains(const void* address) const;
   // Frees the arena of an idle runtime; the next run learns sizes and plans again.
   void releaseMemory();
 
@@ -100,18 +91,9 @@ private:
 
   const StaticModule& module_;
   RuntimeOptions options_;
-  std::vector<c10::IValue> values_;
-  ops::Scratch scratch_;
-  std::optional<memory::MemoryPlanner> planner_;
-  // The plan generation the nodes' scratch blocks were lent from.
-  size_t lent_plan_generation_ = 0;
-  std::optional<memory::MemoryPlanner> output_planner_;
-  bool outputs_outstanding_ = false;
-  // Whether the current run's nodes record profiler events; decided at the start of each run.
-  bool node_events_ = false;
-  std::unique_ptr<BlockRunner> top_block_;
-  // Every node of every block, by node id (StaticNodeInfo::id); owned by top_block_.
-  std::vector<ops::ProcessedNode*> nodes_;
+  // The value table, the nodes and the memory planners (runtime.cpp).
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 } // namespace srt

@@ -11,6 +11,7 @@
 #include "passes/pipeline.h"
 #include "passes/prepare.h"
 #include "static_runtime/model_loading.h"
+#include "static_runtime/program.h"
 #include "static_runtime/runtime.h"
 
 namespace srt {
@@ -49,7 +50,7 @@ StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions o
       unbound_names_(std::move(prepared.unbound_constants)),
       unbound_values_(std::make_shared<const std::vector<at::Tensor>>(unbound_names_.size())),
       pass_reports_(passes::optimize(graph_, options_.passesToSkip())),
-      program_(buildProgram(graph_, options_)),
+      program_(std::make_unique<const Program>(buildProgram(graph_, options_))),
       pool_(std::make_unique<RuntimePool>(*this, defaultPoolSize())) {}
 
 StaticModule::~StaticModule() = default;
@@ -130,7 +131,7 @@ c10::TypePtr StaticModule::outputType() const {
 }
 
 ModuleStats StaticModule::stats() const {
-  ModuleStats stats = countKernels(program_);
+  ModuleStats stats = countKernels(*program_);
   stats.passes = pass_reports_;
   pool_->addMemoryStats(stats);
   return stats;

@@ -11,7 +11,6 @@
 
 #include "static_runtime/argument_binding.h"
 #include "static_runtime/options.h"
-#include "static_runtime/program.h"
 #include "static_runtime/runtime_pool.h"
 #include "static_runtime/stats.h"
 
@@ -26,6 +25,7 @@ struct PreparedGraph;
 } // namespace passes
 
 class StaticRuntime;
+struct Program;
 
 // Immutable after construction and shared by every thread. Runtimes created from it hold a
 // reference to it: the module must outlive them.
@@ -62,7 +62,8 @@ public:
   const c10::FunctionSchema& schema() const { return schema_; }
   // The prepared graph the program was built from.
   const torch::jit::Graph& graph() const { return *graph_; }
-  const Program& program() const { return program_; }
+  // The flat program runtimes execute (static_runtime/program.h, not installed).
+  const Program& program() const { return *program_; }
   // Supplies an unbound constant (StaticModuleOptions::unbound_constants) by its attribute name,
   // shared read-only by every runtime; replacing one takes effect from the next run of each.
   // Thread-safe. Throws c10::Error for a name that is not an unbound constant.
@@ -89,7 +90,7 @@ private:
   std::mutex set_constant_mutex_;
   // Initialized before program_: the passes rewrite graph_ that the program is built from.
   std::vector<passes::PassReport> pass_reports_;
-  Program program_;
+  std::unique_ptr<const Program> program_;
   // Last: its runtimes refer to everything above.
   std::unique_ptr<RuntimePool> pool_;
 };

@@ -13,6 +13,8 @@ namespace srt {
 struct ModuleStats {
   // Every executed node, sub-block nodes included; prim::Constant nodes are values, not nodes.
   size_t nodes = 0;
+  // Nodes of the graph's top level: the steps of the memory plan (MemoryPlanEntry::first_node).
+  size_t top_level_nodes = 0;
   size_t out_variant_nodes = 0;
   size_t native_nodes = 0;
   size_t fallback_nodes = 0;

@@ -92,9 +92,8 @@ void printMemoryPlan(const StaticModule& module, const std::vector<InputSpec>& s
   const std::string problem = runtime.verifyMemoryPlan();
   TORCH_CHECK(problem.empty(), "srt inspect: the memory plan is invalid: ", problem);
   if (!plot_path.empty()) {
-    drawMemoryPlan(runtime.memoryPlanEntries(), module.program().blocks[0].nodes.size(),
-                   stats.managed_bytes, "memory plan after one run on " + describe(specs),
-                   plot_path);
+    drawMemoryPlan(runtime.memoryPlanEntries(), stats.top_level_nodes, stats.managed_bytes,
+                   "memory plan after one run on " + describe(specs), plot_path);
     std::cout << "wrote " << plot_path << " (plan data: " << plot_path << ".json)\n";
   }
 }

@@ -16,8 +16,7 @@ TEST_P(Zoo, MatchesJitWithEveryValidOptionSet) {
   torch::jit::Module module = loadZooModel(name);
   std::vector<InputSet> inputs = loadZooInputs(name);
   ASSERT_GE(inputs.size(), 2u) << name << " needs at least two input sets";
-  for (ops::GemmBackend backend :
-       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
+  for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}) {
     for (StaticModuleOptions options : allValidOptions()) {
       options.gemm_backend = backend;
       expectMatchesJit(module, inputs, options);

@@ -33,7 +33,7 @@ std::string describe(const StaticModuleOptions& options) {
       << ", manage_output_tensors=" << options.manage_output_tensors
       << ", use_copy_variants=" << options.use_copy_variants
       << ", use_maybe_copy_variants=" << options.use_maybe_copy_variants
-      << ", gemm_backend=" << ops::toString(options.gemm_backend) << "}";
+      << ", gemm_backend=" << toString(options.gemm_backend) << "}";
   return out.str();
 }
 

@@ -81,9 +81,8 @@ TEST(GemmResidualAdd, FusedModuleMatchesJitOnEveryBackend) {
   }
   // A residual that makes the output larger than the linear's: the add broadcasts both ways.
   inputs.push_back({{torch::randn({3, 8}), torch::randn({2, 3, 8}), torch::randn({8})}, {}});
-  for (ops::GemmBackend backend :
-       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
-    SCOPED_TRACE(ops::toString(backend));
+  for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}) {
+    SCOPED_TRACE(toString(backend));
     StaticModuleOptions options;
     options.gemm_backend = backend;
     expectMatchesJit(module, inputs, options);

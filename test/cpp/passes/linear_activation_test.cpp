@@ -82,9 +82,8 @@ TEST(LinearActivation, FusedModuleMatchesJitOnEveryBackend) {
   const torch::jit::Module module = withWeights(kEveryActivation);
   const std::vector<InputSet> inputs = {
       {{torch::randn({4, 8})}, {}}, {{torch::randn({2, 3, 8})}, {}}, {{torch::randn({1, 8})}, {}}};
-  for (ops::GemmBackend backend :
-       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
-    SCOPED_TRACE(ops::toString(backend));
+  for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}) {
+    SCOPED_TRACE(toString(backend));
     StaticModuleOptions options;
     options.gemm_backend = backend;
     const ModuleStats stats = StaticModule(module, options).stats();

@@ -63,9 +63,8 @@ TEST(TransposeAbsorption, MatchesJitOnEveryBackend) {
   for (GraphInputs& set : inputSets()) {
     inputs.push_back({std::move(set), {}});
   }
-  for (ops::GemmBackend backend :
-       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
-    SCOPED_TRACE(ops::toString(backend));
+  for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}) {
+    SCOPED_TRACE(toString(backend));
     StaticModuleOptions options;
     options.gemm_backend = backend;
     const torch::jit::Module module = scriptModule(kAbsorbable);

@@ -10,6 +10,7 @@
 #include "harness/differential.h"
 #include "scripts.h"
 #include "static_runtime/benchmark.h"
+#include "static_runtime/program.h"
 
 namespace srt::testing {
 namespace {

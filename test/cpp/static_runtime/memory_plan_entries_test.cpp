@@ -7,6 +7,7 @@
 
 #include "harness/differential.h"
 #include "memory/offset_assignment.h"
+#include "static_runtime/program.h"
 
 namespace srt::testing {
 namespace {

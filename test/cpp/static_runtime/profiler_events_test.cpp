@@ -13,6 +13,7 @@
 #include "scripts.h"
 #include "static_runtime/benchmark.h"
 #include "static_runtime/profiler_events.h"
+#include "static_runtime/program.h"
 
 namespace srt::testing {
 namespace {

@@ -155,9 +155,9 @@ TEST(FusedAttentionKernel, MultiHeadAttentionWithConstantWeightOnEveryBackend) {
       {randn({3, 7, 2 * kModel}).narrow(-1, 0, kModel), c10::IValue()}, // rows not dense
       {randn({7, 3, kModel}).transpose(0, 1), randn({3, 1, 7, 7})},     // batches not dense
       {randn({2, 0, kModel}), c10::IValue()}};
-  for (const ops::GemmBackend backend :
-       {ops::GemmBackend::kOneDnn, ops::GemmBackend::kOpenBlas, ops::GemmBackend::kAten}) {
-    SCOPED_TRACE(ops::toString(backend));
+  for (const GemmBackend backend :
+       {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}) {
+    SCOPED_TRACE(toString(backend));
     StaticModuleOptions options;
     options.gemm_backend = backend;
     StaticModule module(graph->copy(), options);

@@ -14,7 +14,7 @@
 namespace srt::testing {
 namespace {
 
-using ops::GemmBackend;
+using srt::GemmBackend;
 
 const std::vector<GemmBackend> kBackends{GemmBackend::kOneDnn, GemmBackend::kOpenBlas,
                                          GemmBackend::kAten};
@@ -39,7 +39,7 @@ std::shared_ptr<torch::jit::Graph> withConstantWeights(const std::string& ir,
 void expectEveryBackendMatchesJit(const std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<GraphInputs>& input_sets) {
   for (GemmBackend backend : kBackends) {
-    SCOPED_TRACE(std::string("gemm_backend=") + ops::toString(backend));
+    SCOPED_TRACE(std::string("gemm_backend=") + toString(backend));
     StaticModuleOptions options;
     options.gemm_backend = backend;
     StaticModule module(graph, options);

@@ -8,11 +8,12 @@
 #include "harness/differential.h"
 #include "ops/core/kernel_options.h"
 #include "ops/core/processed_node.h"
+#include "static_runtime/program.h"
 
 namespace srt::testing {
 namespace {
 
-using ops::GemmBackend;
+using srt::GemmBackend;
 
 // fp32 GEMMs of the backends sum in different orders (oneDNN's blocked kernels, OpenBLAS's, ATen's
 // reduction for mv/dot): with K up to 64 and N(0, 1) data the results differ by ~1e-6 relative,
@@ -53,7 +54,7 @@ std::vector<InputSet> sets(std::vector<std::vector<c10::IValue>> args) {
 void expectAllBackendsMatchJit(const torch::jit::Module& module,
                                const std::vector<InputSet>& inputs, double tolerance = kTolerance) {
   for (GemmBackend backend : kBackends) {
-    SCOPED_TRACE(std::string("gemm_backend=") + ops::toString(backend));
+    SCOPED_TRACE(std::string("gemm_backend=") + toString(backend));
     const ModuleStats stats = StaticModule(module, withBackend(backend)).stats();
     EXPECT_GE(stats.out_variant_nodes, 1u);
     for (const char* op : {"aten::linear", "aten::addmm", "aten::mm", "aten::matmul", "aten::bmm",
@@ -207,7 +208,7 @@ def forward(self, x):
   for (GemmBackend backend : kBackends) {
     for (StaticModuleOptions options : allValidOptions()) {
       options.gemm_backend = backend;
-      SCOPED_TRACE(describe(options) + " gemm_backend=" + ops::toString(backend));
+      SCOPED_TRACE(describe(options) + " gemm_backend=" + toString(backend));
       expectMatchesJit(module, sets({{randn({7, 13})}, {randn({2, 13})}}), options, kTolerance);
     }
   }
@@ -385,7 +386,7 @@ def forward(self, s, a, b, beta: float):
   const at::Tensor a = randn({2, 7, 4});
   const at::Tensor b = randn({2, 4, 5});
   for (GemmBackend backend : kBackends) {
-    SCOPED_TRACE(ops::toString(backend));
+    SCOPED_TRACE(toString(backend));
     StaticModule static_module(module, withBackend(backend));
     SingleNode node(static_module);
     ASSERT_TRUE(node.run({nan_self, a, b}, {1.0}).isnan().all().item<bool>());
@@ -397,7 +398,7 @@ def forward(self, s, a, b, beta: float):
 TEST(GemmErrors, ShapeMismatchIsAnErrorAndTheRuntimeRecovers) {
   const at::Tensor weight = randn({5, 13});
   for (GemmBackend backend : kBackends) {
-    SCOPED_TRACE(ops::toString(backend));
+    SCOPED_TRACE(toString(backend));
     StaticModule module(moduleWith({{"weight", weight}}, kLinearNoBias), withBackend(backend));
     EXPECT_THROW((void)module({randn({7, 12})}), c10::Error);
     const at::Tensor x = randn({2, 13});
@@ -410,7 +411,7 @@ TEST(GemmOutput, WritesIntoLastRunsTensor) {
   const at::Tensor weight = randn({5, 13});
   const at::Tensor bias = randn({5});
   for (GemmBackend backend : kBackends) {
-    SCOPED_TRACE(ops::toString(backend));
+    SCOPED_TRACE(toString(backend));
     StaticModule module(moduleWith({{"weight", weight}, {"bias", bias}}, kLinear),
                         withBackend(backend));
     SingleNode node(module);
@@ -436,7 +437,7 @@ TEST(GemmThreads, BackendsFollowAtenThreadCount) {
   const int original = at::get_num_threads();
   const at::Tensor weight = randn({64, 32});
   for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas}) {
-    SCOPED_TRACE(ops::toString(backend));
+    SCOPED_TRACE(toString(backend));
     StaticModule module(moduleWith({{"weight", weight}}, kLinearNoBias), withBackend(backend));
     SingleNode node(module);
     for (int threads : {1, 2, 1}) {
