@@ -7,6 +7,7 @@
 #include <ATen/ops/resize_native.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/elementwise/vectorized_loops.h"
@@ -36,14 +37,6 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 
-// One CPU engine for the process. Engines are thread-safe (any thread may create primitives and
-// memory on it); streams are not, so each node state has its own. Leaked on purpose: packed
-// weights and node states may be destroyed after static destructors ran.
-const dnnl::engine& cpuEngine() {
-  static const auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
 using PackedWeight = OneDnnPackedWeight;
 
 // The packed layout is what the matmul implementation picks for `format_tag::any`; it depends on
@@ -71,16 +64,16 @@ std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
   const memory::desc src({kPackingRows, k}, memory::data_type::f32, memory::format_tag::ab);
   const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
   const memory::desc dst({kPackingRows, n}, memory::data_type::f32, memory::format_tag::ab);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), cpuEngine());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), oneDnnEngine());
 
   auto packed = std::make_shared<PackedWeight>();
   packed->k = k;
   packed->n = n;
   packed->desc = pd.weights_desc();
   packed->storage = at::empty({static_cast<int64_t>(packed->desc.get_size())}, at::kByte);
-  memory from(plain_desc, cpuEngine(), plain.data_ptr());
-  memory to(packed->desc, cpuEngine(), packed->storage.data_ptr());
-  dnnl::stream stream(cpuEngine());
+  memory from(plain_desc, oneDnnEngine(), plain.data_ptr());
+  memory to(packed->desc, oneDnnEngine(), packed->storage.data_ptr());
+  dnnl::stream stream(oneDnnEngine());
   dnnl::reorder(from, to).execute(stream, from, to);
   stream.wait();
   if (k * n <= kRowProductMaxFloats) {
@@ -228,24 +221,24 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
     const auto desc = key.addend == AddendMode::kBias
                           ? dnnl::matmul::desc(src, weight.desc, bias, dst)
                           : dnnl::matmul::desc(src, weight.desc, dst);
-    const dnnl::matmul::primitive_desc pd(desc, attr, cpuEngine());
+    const dnnl::matmul::primitive_desc pd(desc, attr, oneDnnEngine());
     state.primitive = dnnl::matmul(pd);
     state.scratchpad_bytes = pd.scratchpad_desc().get_size();
     if (state.scratchpad_bytes > 0) {
-      state.scratchpad = memory(pd.scratchpad_desc(), cpuEngine(), DNNL_MEMORY_NONE);
+      state.scratchpad = memory(pd.scratchpad_desc(), oneDnnEngine(), DNNL_MEMORY_NONE);
     }
   } catch (const dnnl::error&) {
     // No implementation takes the packed layout for this M or these attributes (e.g. a CPU
     // without the ISA the layout was chosen for): ATen runs the node.
     return;
   }
-  state.src = memory(src, cpuEngine(), DNNL_MEMORY_NONE);
-  state.dst = memory(dst, cpuEngine(), DNNL_MEMORY_NONE);
+  state.src = memory(src, oneDnnEngine(), DNNL_MEMORY_NONE);
+  state.dst = memory(dst, oneDnnEngine(), DNNL_MEMORY_NONE);
   if (!state.weights) {
     // Shared by all runtimes: oneDNN only reads a matmul's weights argument.
-    state.weights = memory(weight.desc, cpuEngine(), weight.storage.data_ptr());
-    state.bias = memory(bias, cpuEngine(), DNNL_MEMORY_NONE);
-    state.stream = dnnl::stream(cpuEngine());
+    state.weights = memory(weight.desc, oneDnnEngine(), weight.storage.data_ptr());
+    state.bias = memory(bias, oneDnnEngine(), DNNL_MEMORY_NONE);
+    state.stream = dnnl::stream(oneDnnEngine());
   }
   state.supported = true;
 }
