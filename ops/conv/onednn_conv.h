@@ -1,0 +1,53 @@
+// 2-D convolution on oneDNN: the weight reordered once, when the module is built, into the
+// blocked layout oneDNN's convolution prefers, shared read-only by every runtime; per runtime and
+// input shape a cached primitive; oneDNN's scratchpad and any activation reorders in the node's
+// planned scratch; an optional epilogue (a residual added, then an activation) as post-ops.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include <ATen/core/Tensor.h>
+
+#include "ops/core/kernel.h"
+#include "ops/elementwise/vectorized_loops.h"
+
+namespace srt::ops {
+
+// A convolution's constant arguments (aten::conv2d's stride, padding, dilation, groups).
+struct ConvArguments {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+// What a fused convolution does to its result before anyone else sees it: first residual added
+// (out = conv + residual, as `out += identity`), then the activation (one of the element-wise
+// formulas, with its parameters).
+struct ConvEpilogue {
+  bool has_residual = false;
+  std::optional<vec::UnaryOp> activation;
+  vec::Params params;
+};
+
+// The activations a convolution can apply as a oneDNN post-op: relu, hardtanh/clamp (ReLU6),
+// leaky_relu, sigmoid, tanh, silu, gelu, hardswish.
+bool oneDnnConvTakes(vec::UnaryOp activation);
+
+struct OneDnnConvWeight;
+
+// The weight [OC, C / groups, KH, KW] (float32) packed for oneDNN, with its bias ([OC] or
+// undefined); nullptr when oneDNN has no convolution for it.
+std::shared_ptr<const OneDnnConvWeight>
+packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArguments& arguments);
+
+// The kernel of a node whose inputs are (input, weight, bias, ...) with the weight and bias
+// `packed`, and, when the epilogue has a residual, the residual as input `residual_input`. Runs
+// oneDNN for a float32 4-D input in NCHW or channels-last layout with the packed channel count,
+// and `fallback` for anything else (other dtypes, strides, invalid shapes: ATen's own errors).
+KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
+                                    ConvEpilogue epilogue, int residual_input,
+                                    KernelFunction fallback);
+
+} // namespace srt::ops
