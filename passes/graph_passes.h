@@ -39,6 +39,10 @@ bool fuseLinearActivation(GraphPtr& graph);
 // linear (or fused_linear) + add(residual) as one srt::fused_linear (gemm_residual_add.cpp).
 bool fuseGemmResidualAdd(GraphPtr& graph);
 
+// conv2d [+ residual add] [+ relu / hardtanh / silu / hardswish / ...] as one srt::fused_conv2d
+// (conv_fusion.cpp).
+bool fuseConvEpilogues(GraphPtr& graph);
+
 // transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
 // folded into one srt::gemm (transpose_absorption.cpp).
 bool absorbTransposes(GraphPtr& graph);

@@ -30,6 +30,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"linear_activation", fuseLinearActivation},
       // After linear_activation, so linear + activation + residual ends as one node.
       {"gemm_residual_add", fuseGemmResidualAdd},
+      // After conv_bn_folding (the pattern is the folded conv2d) and before element-wise fusion,
+      // which would otherwise take the residual add and the activation.
+      {"conv_fusion", fuseConvEpilogues},
       // After constant_folding (a constant w.t() is better folded than absorbed) and after
       // attention fusion, which matches q @ k.transpose(-2, -1) * scale itself.
       {"transpose_absorption", absorbTransposes},

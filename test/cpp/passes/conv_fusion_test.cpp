@@ -1,0 +1,92 @@
+// passes/conv_fusion.cpp: conv2d + residual add + activation -> srt::fused_conv2d, each written
+// form, its numerics on both convolution paths (small im2col loops and oneDNN), and what stays
+// unfused.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/pass_testing.h"
+#include "passes/graph_passes.h"
+#include "passes/prepare.h"
+
+namespace srt::testing {
+namespace {
+
+// `channels` output channels from 8 input channels (64 or fewer take the small-convolution path,
+// more the oneDNN one).
+torch::jit::Module convModule(int64_t channels, const std::string& source) {
+  torch::jit::Module module("ConvFusionModule");
+  module.register_parameter("w", torch::randn({channels, 8, 3, 3}) * 0.2, /*is_buffer=*/false);
+  module.register_parameter("b", torch::randn({channels}), /*is_buffer=*/false);
+  module.register_parameter("project", torch::randn({channels, 8, 1, 1}) * 0.3,
+                            /*is_buffer=*/false);
+  module.define(source);
+  module.eval();
+  return module;
+}
+
+// One convolution per activation, the ReLU6 of MobileNetV2 as hardtanh(0, 6), ResNet's residual
+// then ReLU either operand order, and an inverted-residual add with no activation.
+constexpr const char* kEveryForm = R"JIT(
+def forward(self, x):
+    c = torch.conv2d(x, self.w, self.b, 1, 1)
+    a1 = torch.relu(torch.conv2d(x * 1.5, self.w, self.b, 1, 1))
+    a2 = torch.hardtanh(torch.conv2d(x * 2.0, self.w, self.b, 1, 1), 0.0, 6.0)
+    a3 = torch.leaky_relu(torch.conv2d(x * 3.0, self.w, None, 1, 1), 0.1)
+    a4 = torch.sigmoid(torch.conv2d(x * 4.0, self.w, self.b, 1, 1))
+    a5 = torch.tanh(torch.conv2d(x * 5.0, self.w, self.b, 1, 1))
+    a6 = torch.silu(torch.conv2d(x * 6.0, self.w, self.b, 1, 1))
+    a7 = torch.hardswish(torch.conv2d(x * 7.0, self.w, self.b, 1, 1))
+    a8 = torch.hardsigmoid(torch.conv2d(x * 8.0, self.w, self.b, 1, 1))
+    a9 = torch.gelu(torch.conv2d(x * 9.0, self.w, self.b, 1, 1))
+    identity = torch.conv2d(x * 10.0, self.project, None)
+    r1 = torch.relu(torch.conv2d(x * 11.0, self.w, self.b, 1, 1) + identity)
+    r2 = torch.relu(identity + torch.conv2d(x * 12.0, self.w, self.b, 1, 1))
+    r3 = torch.conv2d(x * 13.0, self.w, self.b, 1, 1) + identity
+    return c, a1, a2, a3, a4, a5, a6, a7, a8, a9, r1, r2, r3
+)JIT";
+
+TEST(ConvFusion, FusesEveryWrittenForm) {
+  auto graph = passes::prepareModule(convModule(16, kEveryForm)).graph;
+  auto fused = expectPassPreservesResults(
+      passes::fuseConvEpilogues, graph,
+      {{torch::randn({1, 8, 6, 6})}, {torch::randn({2, 8, 5, 7})}}, /*expect_changed=*/true, 1e-4);
+  EXPECT_EQ(countKind(*fused, "srt::fused_conv2d"), 12u) << *fused;
+  // The plain one, and the projection whose output is used twice.
+  EXPECT_EQ(countKind(*fused, "aten::conv2d"), 2u) << *fused;
+  for (const char* op :
+       {"aten::relu", "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid", "aten::tanh",
+        "aten::silu", "aten::hardswish", "aten::hardsigmoid", "aten::gelu", "aten::add"}) {
+    EXPECT_EQ(countKind(*fused, op), 0u) << op << "\n" << *fused;
+  }
+}
+
+// Both convolution paths compute every epilogue as the JIT does, run after run.
+TEST(ConvFusion, FusedKernelsMatchJitOnBothPaths) {
+  for (int64_t channels : {16, 96}) {
+    SCOPED_TRACE(channels);
+    expectMatchesJit(convModule(channels, kEveryForm),
+                     {{{torch::randn({1, 8, 6, 6})}, {}},
+                      {{torch::randn({2, 8, 5, 7})}, {}},
+                      {{torch::randn({1, 8, 9, 4})}, {}}},
+                     {}, 1e-4);
+  }
+}
+
+TEST(ConvFusion, LeavesNearMissesAlone) {
+  auto graph = passes::prepareModule(convModule(16, R"JIT(
+def forward(self, x):
+    y = torch.conv2d(x, self.w, self.b, 1, 1)
+    scaled = torch.add(torch.conv2d(x, self.w, self.b, 1, 1), y, alpha=2)
+    return torch.relu(y), y, scaled
+)JIT"))
+                   .graph;
+  auto result =
+      expectPassPreservesResults(passes::fuseConvEpilogues, graph, {{torch::randn({1, 8, 6, 6})}},
+                                 /*expect_changed=*/false, 1e-4);
+  EXPECT_EQ(countKind(*result, "srt::fused_conv2d"), 0u) << *result;
+}
+
+} // namespace
+} // namespace srt::testing
