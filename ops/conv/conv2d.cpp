@@ -276,8 +276,10 @@ void applyEpilogue(const ConvEpilogue& epilogue, const at::Tensor* residual, at:
 
 class SmallConv2d {
 public:
-  SmallConv2d(at::Tensor weight, at::Tensor bias, ConvEpilogue epilogue)
-      : weight_(std::move(weight)), bias_(std::move(bias)), epilogue_(epilogue) {}
+  // `larger`: what runs an image too large for the column matrix (the oneDNN kernel).
+  SmallConv2d(at::Tensor weight, at::Tensor bias, ConvEpilogue epilogue, KernelFunction larger)
+      : weight_(std::move(weight)), bias_(std::move(bias)), epilogue_(epilogue),
+        larger_(std::move(larger)) {}
 
   void operator()(ProcessedNode& p) const {
     const at::Tensor& x = p.input(kInput).toTensor();
@@ -288,7 +290,7 @@ public:
         (g && isContiguousFloat(*residual) &&
          residual->sizes() == at::IntArrayRef{g->batch, g->out_channels, g->out_h, g->out_w});
     if (!g || !residual_fits) {
-      referenceIntoOutput(p);
+      larger_(p);
       return;
     }
     at::Tensor& out =
@@ -327,6 +329,7 @@ private:
   at::Tensor weight_; // [OC, C, KH, KW], contiguous float32: sgemm reads it as [OC, C*KH*KW]
   at::Tensor bias_;   // [OC] contiguous float32, or undefined
   ConvEpilogue epilogue_;
+  KernelFunction larger_;
 };
 
 // A constant int list or int argument of the node, as aten::conv2d reads int[2] (one value for
@@ -427,16 +430,22 @@ std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
       (b.defined() && (b.scalar_type() != at::kFloat || b.dim() != 1 || b.size(0) != w.size(0)))) {
     return std::nullopt;
   }
+  auto packed = packConvWeight(w, b, *arguments);
+  const bool packable = packed != nullptr;
+  KernelFunction onednn =
+      packable ? makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, referenceIntoOutput)
+               : KernelFunction(referenceIntoOutput);
+  // Small weights: whether the image is small enough too is known at run time only.
   const bool small = arguments->groups == 1 && w.size(0) <= kMaxOutChannels &&
                      w.size(1) * w.size(2) * w.size(3) <= kMaxColumnFloats;
   if (small) {
-    return KernelFunction(SmallConv2d(w.contiguous(), b.defined() ? b.contiguous() : b, *epilogue));
+    return KernelFunction(
+        SmallConv2d(w.contiguous(), b.defined() ? b.contiguous() : b, *epilogue, onednn));
   }
-  auto packed = packConvWeight(w, b, *arguments);
-  if (!packed) {
+  if (!packable) {
     return std::nullopt;
   }
-  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, referenceIntoOutput);
+  return onednn;
 }
 
 } // namespace

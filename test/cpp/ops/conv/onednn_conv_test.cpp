@@ -57,6 +57,19 @@ def forward(self, x):
   EXPECT_EQ(kinds.at("aten::conv2d"), std::set<KernelKind>{KernelKind::kOutVariant});
 }
 
+// A weight small enough for the im2col loops on an image too large for them (ResNet's stem at
+// 224x224): oneDNN runs it, with the fused activation.
+TEST(Conv2dOneDnn, SmallWeightLargeImage) {
+  const torch::jit::Module module =
+      convModule({{"weight", torch::randn({8, 3, 7, 7}) * 0.1}, {"bias", torch::randn({8})}}, R"JIT(
+def forward(self, x):
+    return torch.relu(torch.conv2d(x, self.weight, self.bias, 2, 3))
+)JIT");
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 3, 224, 224})}, {}}, {{torch::randn({1, 3, 20, 20})}, {}}},
+                   {}, 1e-4);
+}
+
 TEST(Conv2dOneDnn, ChannelsLastInputGivesChannelsLastOutput) {
   const torch::jit::Module module =
       convModule({{"weight", torch::randn({kChannels, 8, 3, 3})}}, R"JIT(
