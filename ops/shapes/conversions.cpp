@@ -41,40 +41,41 @@ bool writtenInPlace(const torch::jit::Value* value) {
   return false;
 }
 
-// Copies `self` into the node's output with `dtype`. `memory_format` contiguous gives a
-// contiguous result; otherwise (None: preserve) the result has the JIT's strides.
+// Copies `self` into the node's output with `dtype`, laid out as `format` asks: contiguous,
+// channels last (a 4-D input only, as ATen requires), or preserve (the JIT's strides).
 void copyInto(ProcessedNode& p, const at::Tensor& self, at::ScalarType dtype,
-              bool force_contiguous) {
+              at::MemoryFormat format) {
   TORCH_CHECK(self.device().is_cpu(), "static_runtime: ", p.node()->kind().toQualString(),
               " expects a CPU tensor, got one on ", self.device());
   at::Tensor& out = outputTensor(p, 0, self.options().dtype(dtype));
-  if (force_contiguous) {
-    at::native::resize_(out, self.sizes());
-  } else {
+  if (format == at::MemoryFormat::Preserve) {
     resizePreservingLayout(out, self);
+  } else {
+    at::native::resize_(out, self.sizes(), format);
   }
   at::native::copy_(out, self, /*non_blocking=*/false);
 }
 
-// The memory_format argument at `index` is None or a constant; returns whether it asks for a
-// contiguous result, or std::nullopt for formats we leave to the JIT (channels_last ...).
-std::optional<bool> contiguousRequest(const Node* node, size_t index, bool none_means_contiguous) {
+// The memory_format argument at `index`, None or a constant: the layout it asks for, or
+// std::nullopt for one we leave to the JIT (channels_last_3d, not a constant).
+std::optional<at::MemoryFormat> formatRequest(const Node* node, size_t index,
+                                              at::MemoryFormat if_none) {
   const torch::jit::Value* value = node->input(index);
   if (value->type()->kind() == c10::TypeKind::NoneType) {
-    return none_means_contiguous;
+    return if_none;
   }
   auto format = torch::jit::toIValue(value);
   if (!format.has_value()) {
     return std::nullopt;
   }
   if (format->isNone()) {
-    return none_means_contiguous;
+    return if_none;
   }
   switch (static_cast<at::MemoryFormat>(format->toInt())) {
   case at::MemoryFormat::Contiguous:
-    return true;
+  case at::MemoryFormat::ChannelsLast:
   case at::MemoryFormat::Preserve:
-    return false;
+    return static_cast<at::MemoryFormat>(format->toInt());
   default:
     return std::nullopt;
   }
@@ -89,12 +90,12 @@ std::optional<KernelFunction> toDtype(const Node* node, const KernelOptions&) {
                      "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")) {
     return std::nullopt;
   }
-  auto contiguous = contiguousRequest(node, 4, false);
-  if (!contiguous) {
+  auto format = formatRequest(node, 4, at::MemoryFormat::Preserve);
+  if (!format) {
     return std::nullopt;
   }
-  return KernelFunction([contiguous = *contiguous](ProcessedNode& p) {
-    copyInto(p, p.input(0).toTensor(), p.input(1).toScalarType(), contiguous);
+  return KernelFunction([format = *format](ProcessedNode& p) {
+    copyInto(p, p.input(0).toTensor(), p.input(1).toScalarType(), format);
   });
 }
 
@@ -111,7 +112,8 @@ std::optional<KernelFunction> toPrimDtype(const Node* node, const KernelOptions&
   return KernelFunction([](ProcessedNode& p) {
     const at::Tensor& self = p.input(0).toTensor();
     const c10::IValue& dtype = p.input(1);
-    copyInto(p, self, dtype.isNone() ? self.scalar_type() : dtype.toScalarType(), false);
+    copyInto(p, self, dtype.isNone() ? self.scalar_type() : dtype.toScalarType(),
+             at::MemoryFormat::Preserve);
   });
 }
 
@@ -125,15 +127,15 @@ std::optional<KernelFunction> toOther(const Node* node, const KernelOptions&) {
                      "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")) {
     return std::nullopt;
   }
-  auto contiguous = contiguousRequest(node, 4, false);
-  if (!contiguous) {
+  auto format = formatRequest(node, 4, at::MemoryFormat::Preserve);
+  if (!format) {
     return std::nullopt;
   }
-  return KernelFunction([contiguous = *contiguous](ProcessedNode& p) {
+  return KernelFunction([format = *format](ProcessedNode& p) {
     const at::Tensor& other = p.input(1).toTensor();
     TORCH_CHECK(other.device().is_cpu(),
                 "static_runtime: aten::to expects `other` on the CPU, got ", other.device());
-    copyInto(p, p.input(0).toTensor(), other.scalar_type(), contiguous);
+    copyInto(p, p.input(0).toTensor(), other.scalar_type(), format);
   });
 }
 
@@ -145,34 +147,34 @@ std::optional<KernelFunction> typeAs(const Node* node, const KernelOptions&) {
     const at::Tensor& other = p.input(1).toTensor();
     TORCH_CHECK(other.device().is_cpu(),
                 "static_runtime: aten::type_as expects `other` on the CPU, got ", other.device());
-    copyInto(p, p.input(0).toTensor(), other.scalar_type(), false);
+    copyInto(p, p.input(0).toTensor(), other.scalar_type(), at::MemoryFormat::Preserve);
   });
 }
 
 // clone(self, memory_format=None): None preserves the input's layout.
 std::optional<KernelFunction> clone(const Node* node, const KernelOptions&) {
-  auto contiguous = contiguousRequest(node, 1, false);
-  if (!contiguous) {
+  auto format = formatRequest(node, 1, at::MemoryFormat::Preserve);
+  if (!format) {
     return std::nullopt;
   }
-  return KernelFunction([contiguous = *contiguous](ProcessedNode& p) {
+  return KernelFunction([format = *format](ProcessedNode& p) {
     const at::Tensor& self = p.input(0).toTensor();
-    copyInto(p, self, self.scalar_type(), contiguous);
+    copyInto(p, self, self.scalar_type(), format);
   });
 }
 
-// contiguous(self, memory_format=contiguous_format)
+// contiguous(self, memory_format=contiguous_format): contiguous or channels last.
 std::optional<KernelFunction> contiguous(const Node* node, const KernelOptions&) {
   if (writtenInPlace(node->output())) {
     return std::nullopt;
   }
-  auto contiguous = contiguousRequest(node, 1, true);
-  if (!contiguous || !*contiguous) {
+  auto format = formatRequest(node, 1, at::MemoryFormat::Contiguous);
+  if (!format || *format == at::MemoryFormat::Preserve) {
     return std::nullopt;
   }
-  return KernelFunction([](ProcessedNode& p) {
+  return KernelFunction([format = *format](ProcessedNode& p) {
     const at::Tensor& self = p.input(0).toTensor();
-    copyInto(p, self, self.scalar_type(), true);
+    copyInto(p, self, self.scalar_type(), format);
   });
 }
 

@@ -87,14 +87,27 @@ def forward(self, x):
                        {"aten::contiguous", KernelKind::kOutVariant}});
 }
 
-TEST(Conversions, ChannelsLastIsLeftToTheJit) {
+// channels_last (what passes/channels_last.cpp inserts before convolutions) copies into the
+// node's own tensor with NHWC strides; channels_last_3d is left to the JIT.
+TEST(Conversions, ChannelsLast) {
   const char* source = R"JIT(
 def forward(self, x):
-    return x.contiguous(memory_format=2), x.clone(memory_format=2)
+    return x.contiguous(memory_format=2), x.clone(memory_format=2), x.to(7, memory_format=2)
 )JIT";
-  expectKinds(source, {{"aten::contiguous", KernelKind::kFallback},
-                       {"aten::clone", KernelKind::kFallback}});
+  expectKinds(source, {{"aten::contiguous", KernelKind::kOutVariant},
+                       {"aten::clone", KernelKind::kOutVariant},
+                       {"aten::to", KernelKind::kOutVariant}});
   expectMatchesJit(source, {{{torch::randn({1, 3, 2, 2})}}, {{torch::randn({2, 2, 3, 1})}}});
+  StaticModule module(scriptModule(source));
+  const c10::IValue outputs = module({torch::randn({2, 3, 4, 5})});
+  for (const c10::IValue& output : outputs.toTupleRef().elements()) {
+    EXPECT_TRUE(output.toTensor().is_contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  expectKinds(R"JIT(
+def forward(self, x):
+    return x.contiguous(memory_format=3)
+)JIT",
+              {{"aten::contiguous", KernelKind::kFallback}});
 }
 
 // memory_format=preserve (the default of to, type_as and clone) keeps a dense input's strides, as
