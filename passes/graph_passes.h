@@ -43,6 +43,11 @@ bool fuseGemmResidualAdd(GraphPtr& graph);
 // (conv_fusion.cpp).
 bool fuseConvEpilogues(GraphPtr& graph);
 
+// A convolution network's activations kept channels last from convolution to convolution, as
+// oneDNN's convolutions want them, with explicit aten::contiguous where the format changes
+// (channels_last.cpp).
+bool useChannelsLast(GraphPtr& graph);
+
 // transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
 // folded into one srt::gemm (transpose_absorption.cpp).
 bool absorbTransposes(GraphPtr& graph);

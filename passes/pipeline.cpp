@@ -48,6 +48,8 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After the GEMM/attention fusions, so their epilogues (bias, activation) are theirs;
       // what element-wise work is left becomes one loop per chain.
       {"elementwise_fusion", fuseElementwiseChains},
+      // After every fusion, so that it sees the final convolutions and what reads them.
+      {"channels_last", useChannelsLast},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

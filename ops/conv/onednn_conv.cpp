@@ -363,6 +363,25 @@ private:
 
 } // namespace
 
+bool oneDnnConvPrefersChannelsLast() {
+  // What a typical 3x3 convolution of the middle of a CNN picks for its activations.
+  static const bool prefers = [] {
+    const Dims activation{1, 64, 28, 28};
+    try {
+      const dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          memory::desc(activation, kF32, memory::format_tag::any),
+          memory::desc({64, 64, 3, 3}, kF32, memory::format_tag::any),
+          memory::desc(activation, kF32, memory::format_tag::any), {1, 1}, {1, 1}, {1, 1});
+      const dnnl::convolution_forward::primitive_desc pd(desc, oneDnnEngine());
+      return pd.src_desc() == memory::desc(activation, kF32, memory::format_tag::nhwc);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return prefers;
+}
+
 bool oneDnnConvTakes(vec::UnaryOp activation) {
   return !eltwisesFor(activation, {}).empty();
 }

@@ -35,6 +35,10 @@ struct ConvEpilogue {
 // leaky_relu, sigmoid, tanh, silu, gelu, hardswish.
 bool oneDnnConvTakes(vec::UnaryOp activation);
 
+// Whether oneDNN's convolutions on this CPU want their activations channels last (NHWC), as
+// brgconv on AVX-512 does; passes/channels_last.cpp keeps networks in that format then.
+bool oneDnnConvPrefersChannelsLast();
+
 struct OneDnnConvWeight;
 
 // The weight [OC, C / groups, KH, KW] (float32) packed for oneDNN, with its bias ([OC] or

@@ -1,0 +1,186 @@
+// Keeps a convolution network's activations channels last (NHWC strides) from convolution to
+// convolution. oneDNN's convolutions on this project's CPUs (brgconv, AVX-512) want NHWC: with
+// NCHW activations each convolution reordered its input into NHWC and its output back, which on
+// MobileNetV2's large early layers took longer than the convolutions.
+//
+// Channels last is a memory format, not another shape: the tensors are the same NCHW tensors
+// with other strides, so every op computes the same on them and no value's meaning changes. The
+// pass only decides where the strides change: an explicit aten::contiguous(x, channels_last)
+// before a convolution whose input is not channels last already (the network's input, or what an
+// op that does not keep the format made), and aten::contiguous(x) where something may depend on
+// the strides (view, stride queries, as_strided, If/Loop blocks, the graph's outputs, which the
+// caller gets as eager PyTorch gives them). Convolutions, pooling, element-wise ops and
+// concatenation keep the format of their input.
+//
+// Networks whose convolutions are all small (the im2col loops run them, in NCHW) are left alone.
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <ATen/core/interned_strings.h>
+#include <c10/core/MemoryFormat.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/named_value.h>
+
+#include "ops/conv/onednn_conv.h"
+#include "passes/graph_passes.h"
+#include "passes/rewrite_safety.h"
+
+namespace srt::passes {
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool isConvolution(const Node* node) {
+  return node->kind() == symbol("aten::conv2d") || node->kind() == symbol("srt::fused_conv2d");
+}
+
+// A convolution the oneDNN kernel runs: a constant float32 4-D weight. Whether it is small (the
+// im2col loops' bounds, ops/conv/conv2d.cpp) decides whether the network is worth converting.
+struct Convolution {
+  bool runs_on_onednn = false;
+  bool large = false;
+};
+
+Convolution survey(const Node* node) {
+  if (!isConvolution(node)) {
+    return {};
+  }
+  const auto weight = torch::jit::toIValue(node->input(1));
+  if (!weight || !weight->isTensor() || weight->toTensor().dim() != 4 ||
+      weight->toTensor().scalar_type() != at::kFloat) {
+    return {};
+  }
+  const at::Tensor& w = weight->toTensor();
+  const auto groups = torch::jit::constant_as<int64_t>(node->input(6));
+  constexpr int64_t kSmallOutChannels = 64;
+  constexpr int64_t kSmallColumns = int64_t{1} << 16;
+  return {true, groups != 1 || w.size(0) > kSmallOutChannels ||
+                    w.size(1) * w.size(2) * w.size(3) > kSmallColumns};
+}
+
+// Ops whose output is channels last when their (first) tensor input is: convolutions (our
+// kernels write the input's format), ATen's element-wise, pooling and concatenation kernels.
+bool keepsFormat(const Node* node) {
+  static const std::unordered_set<std::string> kOps = {"aten::conv2d",
+                                                       "srt::fused_conv2d",
+                                                       "aten::relu",
+                                                       "aten::hardtanh",
+                                                       "aten::leaky_relu",
+                                                       "aten::sigmoid",
+                                                       "aten::hardsigmoid",
+                                                       "aten::tanh",
+                                                       "aten::silu",
+                                                       "aten::hardswish",
+                                                       "aten::gelu",
+                                                       "aten::add",
+                                                       "aten::sub",
+                                                       "aten::mul",
+                                                       "aten::div",
+                                                       "aten::clamp",
+                                                       "aten::max_pool2d",
+                                                       "aten::avg_pool2d",
+                                                       "aten::adaptive_avg_pool2d",
+                                                       "srt::variadic_cat",
+                                                       "aten::batch_norm"};
+  return kOps.count(node->kind().toQualString()) != 0;
+}
+
+bool observesStrides(const Node* user) {
+  static const std::unordered_set<std::string> kObservers = {
+      "aten::view", "aten::stride", "aten::is_contiguous", "aten::as_strided",
+      "aten::storage_offset"};
+  return kObservers.count(user->kind().toQualString()) != 0 || !user->blocks().empty() ||
+         user->kind() == c10::prim::Return || !isTopLevel(user);
+}
+
+class ChannelsLast {
+public:
+  explicit ChannelsLast(std::shared_ptr<Graph>& graph) : graph_(graph) {}
+
+  bool run() {
+    const std::vector<Node*> nodes(graph_->nodes().begin(), graph_->nodes().end());
+    for (Node* node : nodes) {
+      if (survey(node).runs_on_onednn && !channels_last_.count(node->input(0))) {
+        node->replaceInput(0, convert(node->input(0), node, c10::MemoryFormat::ChannelsLast));
+      }
+      if (keepsFormat(node) && !node->inputs().empty() && channels_last_.count(node->input(0))) {
+        channels_last_.insert(node->output());
+      }
+    }
+    restoreWhereObserved();
+    return true;
+  }
+
+private:
+  // aten::contiguous(value, memory_format=format) inserted before `before`.
+  Value* convert(Value* value, Node* before, c10::MemoryFormat format) {
+    torch::jit::WithInsertPoint insert(before);
+    Value* converted =
+        graph_->insert(c10::aten::contiguous, {value},
+                       {torch::jit::NamedValue("memory_format", static_cast<int64_t>(format))},
+                       before->sourceRange());
+    converted->setType(value->type());
+    if (format == c10::MemoryFormat::ChannelsLast) {
+      channels_last_.insert(converted);
+    }
+    return converted;
+  }
+
+  // Readers that may depend on a channels-last value's strides, directly or through a view of
+  // it, get the NCHW copy instead.
+  void restoreWhereObserved() {
+    const torch::jit::AliasDb alias_db(graph_, /*isFrozen=*/true);
+    for (Value* value : std::vector<Value*>(channels_last_.begin(), channels_last_.end())) {
+      std::vector<torch::jit::Use> observed;
+      for (const torch::jit::Use& use : value->uses()) {
+        bool through_view = false;
+        for (Value* output : use.user->outputs()) {
+          through_view |=
+              alias_db.mayContainAlias(output, value) && layoutMayBeObserved(alias_db, output);
+        }
+        if (observesStrides(use.user) || through_view) {
+          observed.push_back(use);
+        }
+      }
+      if (observed.empty()) {
+        continue;
+      }
+      // Before the first reader, or the If/Loop that holds it.
+      Node* first = nullptr;
+      for (const torch::jit::Use& use : observed) {
+        Node* reader = use.user;
+        while (!isTopLevel(reader)) {
+          reader = reader->owningBlock()->owningNode();
+        }
+        first = first == nullptr || reader->isBefore(first) ? reader : first;
+      }
+      Value* plain = convert(value, first, c10::MemoryFormat::Contiguous);
+      for (const torch::jit::Use& use : observed) {
+        use.user->replaceInput(use.offset, plain);
+      }
+    }
+  }
+
+  std::shared_ptr<Graph>& graph_;
+  std::unordered_set<Value*> channels_last_;
+};
+
+} // namespace
+
+bool useChannelsLast(GraphPtr& graph) {
+  if (!ops::oneDnnConvPrefersChannelsLast()) {
+    return false;
+  }
+  bool any_large = false;
+  for (const Node* node : graph->nodes()) {
+    any_large |= survey(node).large;
+  }
+  return any_large && ChannelsLast(graph).run();
+}
+
+} // namespace srt::passes

@@ -1,0 +1,85 @@
+// passes/channels_last.cpp: where a convolution network's activations change format, that every
+// reader that can tell strides apart still gets NCHW, and that results and outputs' layouts are
+// the JIT's.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/pass_testing.h"
+#include "ops/conv/onednn_conv.h"
+#include "passes/graph_passes.h"
+#include "passes/prepare.h"
+
+namespace srt::testing {
+namespace {
+
+// 96 channels: past the im2col loops, so the network is worth converting.
+torch::jit::Module network(const std::string& source, int64_t channels = 96) {
+  torch::jit::Module module("ChannelsLastModule");
+  module.register_parameter("stem", torch::randn({channels, 3, 3, 3}) * 0.3, false);
+  module.register_parameter("body", torch::randn({channels, channels, 3, 3}) * 0.05, false);
+  module.register_parameter("bias", torch::randn({channels}), false);
+  module.register_parameter("head", torch::randn({10, channels}) * 0.1, false);
+  module.define(source);
+  module.eval();
+  return module;
+}
+
+constexpr const char* kResidualNetwork = R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.stem, self.bias, 1, 1))
+    y = torch.max_pool2d(y, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    z = torch.relu(torch.conv2d(y, self.body, self.bias, 1, 1) + y)
+    features = torch.adaptive_avg_pool2d(z, [1, 1])
+    return torch.linear(torch.flatten(features, 1), self.head), z
+)JIT";
+
+class ChannelsLastPass : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!ops::oneDnnConvPrefersChannelsLast()) {
+      GTEST_SKIP() << "oneDNN's convolutions on this CPU do not want NHWC";
+    }
+  }
+};
+
+TEST_F(ChannelsLastPass, ConvertsAtTheInputAndRestoresAtTheOutputs) {
+  const torch::jit::Module module = network(kResidualNetwork);
+  StaticModule prepared(module);
+  // One conversion into channels last (the input), one back (the returned activation).
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 3, 16, 16})}, {}}, {{torch::randn({2, 3, 9, 12})}, {}}}, {},
+                   1e-4);
+  const auto outputs = prepared({torch::randn({1, 3, 8, 8})}).toTupleRef().elements();
+  EXPECT_TRUE(outputs[1].toTensor().is_contiguous()) << "the caller gets NCHW, as from eager";
+}
+
+// A view (which fails on channels-last strides), a stride query and a read inside a block see an
+// NCHW tensor.
+TEST_F(ChannelsLastPass, ReadersOfStridesGetNchw) {
+  const torch::jit::Module module = network(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.stem, self.bias, 1, 1))
+    flat = y.view(y.size(0), -1)
+    if bool(y.is_contiguous()):
+        flat = flat * 2.0
+    if bool(x.sum() > 0.0):
+        return flat + y.sum()
+    return flat
+)JIT");
+  expectMatchesJit(module, {{{torch::randn({1, 3, 6, 6})}, {}}, {{torch::randn({2, 3, 5, 7})}, {}}},
+                   {}, 1e-4);
+}
+
+TEST_F(ChannelsLastPass, LeavesNetworksOfSmallConvolutions) {
+  auto graph = passes::prepareModule(network(kResidualNetwork, 16)).graph;
+  auto result =
+      expectPassPreservesResults(passes::useChannelsLast, graph, {{torch::randn({1, 3, 8, 8})}},
+                                 /*expect_changed=*/false, 1e-4);
+  EXPECT_EQ(countKind(*result, "aten::contiguous"), 0u) << *result;
+}
+
+} // namespace
+} // namespace srt::testing
