@@ -25,6 +25,7 @@
 #include <torch/library.h>
 
 #include "ops/core/out_variant.h"
+#include "ops/core/parallelism.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
@@ -213,13 +214,16 @@ int64_t scoreMatrices() {
 }
 
 // attend(head, scores) for every head in [0, heads), each thread with its own score matrix of
-// `score_floats` floats from `scores` (scoreMatrices() of them). With several threads the heads
-// are spread over them and each GEMM runs on its caller's thread: a head's GEMMs are too small
-// to split (128 x 128 x 16 in the zoo), and OpenBLAS's pool cannot serve several callers at once.
+// `score_floats` floats from `scores` (scoreMatrices() of them). With several threads, and heads
+// of shape `s` large enough to pay for waking them (ops/core/parallelism.h), the heads are spread
+// over them and each GEMM runs on its caller's thread: a head's GEMMs are too small to split
+// (128 x 128 x 16 in the zoo), and OpenBLAS's pool cannot serve several callers at once.
 template <typename Attend>
-void forEachHead(int64_t heads, float* scores, int64_t score_floats, const Attend& attend) {
+void forEachHead(int64_t heads, const HeadShape& s, float* scores, int64_t score_floats,
+                 const Attend& attend) {
   const int64_t matrices = scoreMatrices();
-  if (matrices == 1 || heads == 1) {
+  const double multiply_adds = static_cast<double>(heads) * s.sq * s.sk * (s.dk + s.dv);
+  if (matrices == 1 || heads == 1 || !worthSplitting(multiply_adds * kNanosecondsPerMultiplyAdd)) {
     useAtenThreadsForOpenBlas();
     for (int64_t head = 0; head < heads; ++head) {
       attend(head, scores);
@@ -295,7 +299,7 @@ void attention(ProcessedNode& p) {
   const float* v_data = v.data_ptr<float>();
   float* out_data = out.data_ptr<float>();
   const int64_t batches = c10::multiply_integers(batch_sizes);
-  forEachHead(batches, scores, score_floats, [&](int64_t b, float* head_scores) {
+  forEachHead(batches, s, scores, score_floats, [&](int64_t b, float* head_scores) {
     const float* mask_data =
         mask_layout->data == nullptr
             ? nullptr
@@ -418,7 +422,7 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
 
   float* out_data = out.data_ptr<float>();
   const std::array<int64_t, 2> batch_sizes{batch, heads};
-  forEachHead(batch * heads, scores, score_floats, [&](int64_t pair, float* head_scores) {
+  forEachHead(batch * heads, s, scores, score_floats, [&](int64_t pair, float* head_scores) {
     const int64_t b = pair / heads;
     const int64_t h = pair % heads;
     const float* mask_data =

@@ -13,6 +13,7 @@
 
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
+#include "ops/core/parallelism.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
@@ -158,7 +159,7 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
   // Planes split over the intra-op threads as in ATen, at least ~16k window reads per task.
   const int64_t reads_per_plane = std::max<int64_t>(1, out_h * out_w * w.kernel_h * w.kernel_w);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_plane);
-  at::parallel_for(0, planes, grain, [&](int64_t begin, int64_t end) {
+  splitIfWorthIt(planes, grain, static_cast<double>(planes * reads_per_plane) * kNanosecondsPerElement, [&](int64_t begin, int64_t end) {
     const bool two_by_two = isPlainTwoByTwo(w, in_h, in_w, out_h, out_w);
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* plane_in = in + plane * in_h * in_w;
@@ -204,8 +205,9 @@ bool maxPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   float* o = out.data_ptr<float>();
   const int64_t rows = batch * out_h;
   const int64_t reads_per_row = std::max<int64_t>(1, out_w * w.kernel_h * w.kernel_w * channels);
-  at::parallel_for(
-      0, rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
+  splitIfWorthIt(
+      rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
+      static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
       [&](int64_t begin, int64_t end) {
         std::vector<uint8_t> nan(channels);
         for (int64_t row = begin; row < end; ++row) {

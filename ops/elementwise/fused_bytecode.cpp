@@ -5,8 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include <ATen/Parallel.h>
-
+#include "ops/core/parallelism.h"
 #include "ops/elementwise/fused_program.h"
 #include "ops/elementwise/vectorized_loops.h"
 
@@ -325,7 +324,7 @@ RangeFunction pickRangeFunction() {
   return DEFAULT::runRange;
 }
 
-// ATen's at::internal::GRAIN_SIZE: below it, waking threads costs more than it saves.
+// ATen's at::internal::GRAIN_SIZE: the least a task gets once the work is split.
 constexpr int64_t kGrainSize = 32768;
 
 } // namespace
@@ -336,12 +335,10 @@ std::optional<Bytecode> compile(const Program& program, uint32_t num_inputs, std
 
 void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel) {
   static const RangeFunction range = pickRangeFunction();
-  if (numel <= kGrainSize) {
-    range(code, inputs, out, 0, numel);
-    return;
-  }
-  at::parallel_for(0, numel, kGrainSize,
-                   [&](int64_t begin, int64_t end) { range(code, inputs, out, begin, end); });
+  const double single_thread_ns =
+      static_cast<double>(numel) * static_cast<double>(code.steps.size()) * kNanosecondsPerElement;
+  splitIfWorthIt(numel, kGrainSize, single_thread_ns,
+                 [&](int64_t begin, int64_t end) { range(code, inputs, out, begin, end); });
 }
 
 } // namespace srt::ops::fused

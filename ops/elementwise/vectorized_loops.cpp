@@ -6,8 +6,9 @@
 #include <cstring>
 #include <string>
 
-#include <ATen/Parallel.h>
 #include <ATen/Version.h>
+
+#include "ops/core/parallelism.h"
 
 namespace srt::ops::vec {
 
@@ -85,15 +86,12 @@ const Loops& loops() {
   return chosen;
 }
 
-// ATen's at::internal::GRAIN_SIZE: below it, waking threads costs more than it saves.
+// ATen's at::internal::GRAIN_SIZE: the least a task gets once the work is split.
 constexpr int64_t kGrainSize = 32768;
 
+// n elements' work split over the intra-op threads when the cost model says it pays.
 template <typename Body> void splitOverThreads(int64_t n, const Body& body) {
-  if (n <= kGrainSize) {
-    body(0, n);
-  } else {
-    at::parallel_for(0, n, kGrainSize, body);
-  }
+  splitIfWorthIt(n, kGrainSize, static_cast<double>(n) * kNanosecondsPerElement, body);
 }
 
 } // namespace
@@ -120,11 +118,8 @@ void map(TernaryOp op, const float* x, const float* y, const float* z, float* ou
 
 // Rows per task so that a task holds about kGrainSize floats.
 template <typename Body> void splitRowsOverThreads(int64_t rows, int64_t n, const Body& body) {
-  if (rows * n <= kGrainSize || rows == 1) {
-    body(0, rows);
-  } else {
-    at::parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n)), body);
-  }
+  splitIfWorthIt(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n)),
+                 static_cast<double>(rows * n) * kNanosecondsPerElement, body);
 }
 
 void softmaxRows(float* x, int64_t rows, int64_t n) {

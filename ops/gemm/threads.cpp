@@ -4,6 +4,8 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "ops/core/parallelism.h"
+
 namespace srt::ops {
 
 // Debian's libdnnl is built with DNNL_CPU_RUNTIME=OMP (libgomp, the runtime libtorch uses too): a
@@ -11,14 +13,9 @@ namespace srt::ops {
 // thread. That value is a per-thread ICV, so setting it changes nothing for runtimes on other
 // threads; ATen's OpenMP backend keeps at::get_num_threads() in the same ICV, which is why the
 // caller's value is put back afterwards.
-namespace {
-// 64 x 64 x 64: below it a GEMM takes a few microseconds on one core, about what a parallel
-// region costs to start and join.
-constexpr int64_t kSerialMultiplyAdds = int64_t{1} << 18;
-} // namespace
-
 OneDnnThreads::OneDnnThreads(int64_t multiply_adds)
-    : caller_(at::get_num_threads()), count_(multiply_adds < kSerialMultiplyAdds ? 1 : caller_) {
+    : caller_(at::get_num_threads()),
+      count_(threadsFor(static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
   if (omp_get_max_threads() != count_) {
     omp_set_num_threads(count_);
   }

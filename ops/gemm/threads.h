@@ -5,10 +5,11 @@
 
 namespace srt::ops {
 
-// The OpenMP thread count one oneDNN GEMM runs with (Debian's oneDNN uses the OpenMP runtime and
-// reads the calling thread's count at primitive creation and execution): the caller's
-// at::get_num_threads(), or 1 for a GEMM too small to split, where waking threads costs more than
-// the GEMM and, on a busy machine, a parallel region can wait a whole time slice for a thread.
+// The OpenMP thread count one oneDNN GEMM or convolution runs with (Debian's oneDNN uses the
+// OpenMP runtime and reads the calling thread's count at primitive creation and execution): the
+// caller's at::get_num_threads(), or 1 for one too small to split (ops/core/parallelism.h), where
+// waking threads costs more than it saves and, on a busy machine, a parallel region can wait a
+// whole time slice for a thread.
 // Set for the scope's lifetime, which must cover the primitive's creation and execution, and
 // restored after: ATen keeps its own thread count in the same per-thread setting.
 class OneDnnThreads {

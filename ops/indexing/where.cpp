@@ -4,6 +4,7 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/Parallel.h>
 
+#include "ops/core/parallelism.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
 
@@ -36,7 +37,9 @@ void whereSelf(ProcessedNode& p) {
     const float* b = floatData(other);
     float* o = floatData(out);
     // ATen's where kernel is a scalar loop too; the compiler vectorizes this one.
-    at::parallel_for(0, self.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+    splitIfWorthIt(self.numel(), at::internal::GRAIN_SIZE,
+                   static_cast<double>(self.numel()) * kNanosecondsPerElement,
+                   [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         o[i] = c[i] ? a[i] : b[i];
       }

@@ -15,6 +15,7 @@
 #include <ATen/native/layer_norm.h>
 #include <torch/csrc/jit/ir/constants.h>
 
+#include "ops/core/parallelism.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
 #include "ops/elementwise/vectorized_loops.h"
@@ -140,7 +141,8 @@ void batchNormEval(ProcessedNode& p) {
     }
     const int64_t grain =
         std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(image, 1));
-    at::parallel_for(0, batch * channels, grain, [&](int64_t begin, int64_t end) {
+    splitIfWorthIt(batch * channels, grain, static_cast<double>(x.numel()) * kNanosecondsPerElement,
+                   [&](int64_t begin, int64_t end) {
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t c = plane % channels;
         vec::map(vec::UnaryOp::kAffine, in + plane * image, o + plane * image, image,

@@ -1,0 +1,45 @@
+// Whether a node's work runs on the caller's intra-op threads or on one: the one cost model every
+// kernel that splits work asks (ARCHITECTURE.md, "Threads"). Splitting pays when it saves more
+// than waking the other threads costs, and that cost depends on the OpenMP wait policy the
+// process runs with: threads that spin between parallel regions (libgomp's default) join one in
+// about 2 us; threads that sleep (OMP_WAIT_POLICY=PASSIVE, common in servers that share cores)
+// take about 50 us to wake (measured on this project's 2-core machines). Under the passive policy
+// a small model is faster on one thread than waking a second one for every node.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/Parallel.h>
+
+namespace srt::ops {
+
+// Rough single-core costs, in nanoseconds, of the work kernels describe themselves by.
+constexpr double kNanosecondsPerMultiplyAdd = 0.02; // float32 GEMM / convolution at ~100 GFLOP/s
+constexpr double kNanosecondsPerElement = 0.25;     // a vectorized element-wise pass
+
+// The caller's at::get_num_threads() when work taking about `single_thread_ns` on one core is
+// worth splitting over them, else 1.
+int threadsFor(double single_thread_ns);
+
+// threadsFor(...) > 1.
+bool worthSplitting(double single_thread_ns);
+
+// What waking the other threads for one parallel region costs here, in nanoseconds (read from
+// OMP_WAIT_POLICY / GOMP_SPINCOUNT once; never changed).
+double parallelRegionCost();
+
+// body(begin, end) over [0, n): split over the intra-op threads in tasks of at least `grain`
+// when the whole takes long enough (`single_thread_ns`) for splitting to pay, else one call.
+template <typename Body>
+void splitIfWorthIt(int64_t n, int64_t grain, double single_thread_ns, const Body& body) {
+  if (n <= 0) {
+    return;
+  }
+  if (n <= grain || !worthSplitting(single_thread_ns)) {
+    body(int64_t{0}, n);
+  } else {
+    at::parallel_for(0, n, grain, body);
+  }
+}
+
+} // namespace srt::ops
