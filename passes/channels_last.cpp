@@ -11,8 +11,6 @@
 // the strides (view, stride queries, as_strided, If/Loop blocks, the graph's outputs, which the
 // caller gets as eager PyTorch gives them). Convolutions, pooling, element-wise ops and
 // concatenation keep the format of their input.
-//
-// Networks whose convolutions are all small (the im2col loops run them, in NCHW) are left alone.
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -39,28 +37,14 @@ bool isConvolution(const Node* node) {
   return node->kind() == symbol("aten::conv2d") || node->kind() == symbol("srt::fused_conv2d");
 }
 
-// A convolution the oneDNN kernel runs: a constant float32 4-D weight. Whether it is small (the
-// im2col loops' bounds, ops/conv/conv2d.cpp) decides whether the network is worth converting.
-struct Convolution {
-  bool runs_on_onednn = false;
-  bool large = false;
-};
-
-Convolution survey(const Node* node) {
+// A convolution the oneDNN kernel runs: a constant float32 4-D weight.
+bool runsOnOneDnn(const Node* node) {
   if (!isConvolution(node)) {
-    return {};
+    return false;
   }
   const auto weight = torch::jit::toIValue(node->input(1));
-  if (!weight || !weight->isTensor() || weight->toTensor().dim() != 4 ||
-      weight->toTensor().scalar_type() != at::kFloat) {
-    return {};
-  }
-  const at::Tensor& w = weight->toTensor();
-  const auto groups = torch::jit::constant_as<int64_t>(node->input(6));
-  constexpr int64_t kSmallOutChannels = 64;
-  constexpr int64_t kSmallColumns = int64_t{1} << 16;
-  return {true, groups != 1 || w.size(0) > kSmallOutChannels ||
-                    w.size(1) * w.size(2) * w.size(3) > kSmallColumns};
+  return weight && weight->isTensor() && weight->toTensor().dim() == 4 &&
+         weight->toTensor().scalar_type() == at::kFloat;
 }
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
@@ -105,7 +89,7 @@ public:
   bool run() {
     const std::vector<Node*> nodes(graph_->nodes().begin(), graph_->nodes().end());
     for (Node* node : nodes) {
-      if (survey(node).runs_on_onednn && !channels_last_.count(node->input(0))) {
+      if (runsOnOneDnn(node) && !channels_last_.count(node->input(0))) {
         node->replaceInput(0, convert(node->input(0), node, c10::MemoryFormat::ChannelsLast));
       }
       if (keepsFormat(node) && !node->inputs().empty() && channels_last_.count(node->input(0))) {
@@ -176,11 +160,11 @@ bool useChannelsLast(GraphPtr& graph) {
   if (!ops::oneDnnConvPrefersChannelsLast()) {
     return false;
   }
-  bool any_large = false;
+  bool any_convolution = false;
   for (const Node* node : graph->nodes()) {
-    any_large |= survey(node).large;
+    any_convolution |= runsOnOneDnn(node);
   }
-  return any_large && ChannelsLast(graph).run();
+  return any_convolution && ChannelsLast(graph).run();
 }
 
 } // namespace srt::passes

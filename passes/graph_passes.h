@@ -48,6 +48,10 @@ bool fuseConvEpilogues(GraphPtr& graph);
 // (channels_last.cpp).
 bool useChannelsLast(GraphPtr& graph);
 
+// Convolutions with a constant weight -> srt::packed_conv2d on one constant holding the
+// weight packed for oneDNN; the plain weight constants become dead (conv_weight_packing.cpp).
+bool packConvWeights(GraphPtr& graph);
+
 // transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
 // folded into one srt::gemm (transpose_absorption.cpp).
 bool absorbTransposes(GraphPtr& graph);

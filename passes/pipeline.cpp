@@ -50,6 +50,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"elementwise_fusion", fuseElementwiseChains},
       // After every fusion, so that it sees the final convolutions and what reads them.
       {"channels_last", useChannelsLast},
+      // After channels_last and every pass that reads convolutions (they see plain weights);
+      // before dead_code, which drops the plain weight constants it leaves unused.
+      {"conv_weight_packing", packConvWeights},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

@@ -1,33 +1,30 @@
-// aten::conv2d and srt::fused_conv2d (a convolution, a residual added to it, an activation; the
-// conv_fusion pass makes them).
+// aten::conv2d, srt::fused_conv2d (a convolution, a residual added to it, an activation; the
+// conv_fusion pass makes them) and srt::packed_conv2d (the same on a weight packed at build by
+// the conv_weight_packing pass).
 //
-// With a constant weight, one factory decides how a node runs. Small convolutions (the stems and
-// heads of small CNNs: few channels, small images) run as im2col into planned scratch plus one
-// OpenBLAS sgemm per image, writing the NCHW output directly: ATen's path reorders the weight and
-// the activations for oneDNN on every call, which at these sizes costs more than the arithmetic
-// (SmallCNN's two 3x3 convs: 13.8 and 11.1 us through ATen). The rest run on oneDNN with the weight
-// packed once (ops/conv/onednn_conv.h). A weight that is not constant keeps ATen's kernel, which
+// Every convolution with a constant float32 weight runs on oneDNN with the weight packed once
+// (ops/conv/onednn_conv.h). That includes the stems and heads of small CNNs, which an im2col +
+// OpenBLAS path used to run: with channels-last activations and packed weights, oneDNN's AVX-512
+// convolutions beat it from 16x16 images up (SmallCNN's three convolutions at 1x3x16x16: 3.3,
+// 4.4, 4.1 us against 4.3, 11.3, 10.4). A weight that is not constant keeps ATen's kernel, which
 // LibTorch 1.13 exports without an out variant.
-#include <algorithm>
-#include <cstring>
 #include <optional>
 #include <string>
 
 #include <ATen/Functions.h>
 #include <ATen/NativeFunctions.h>
-#include <cblas.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
+#include "ops/conv/conv2d.h"
 #include "ops/conv/onednn_conv.h"
+#include "ops/conv/packed_conv.h"
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
-#include "ops/elementwise/fast_path.h"
-#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 namespace {
@@ -44,11 +41,6 @@ constexpr const char* kFusedConv2dSchema =
 // Inputs of both ops; the fused one has these after the first seven.
 enum ConvInput { kInput = 0, kWeight, kBias, kStride, kPadding, kDilation, kGroups };
 enum FusedInput { kResidual = 7, kActivation, kActA, kActB };
-
-// Where im2col + sgemm stays ahead of oneDNN: a column matrix of at most this many floats per
-// image (kept in L2), and at most this many output channels.
-constexpr int64_t kMaxColumnFloats = int64_t{1} << 16;
-constexpr int64_t kMaxOutChannels = 64;
 
 // The activations srt::fused_conv2d applies, by name: the ATen op the conv_fusion pass took it
 // from (the reference), and the element-wise formula with its parameters from act_a / act_b.
@@ -95,6 +87,8 @@ const ConvActivation* findActivation(c10::string_view name) {
   return nullptr;
 }
 
+} // namespace
+
 // What the JIT runs for srt::fused_conv2d, and what we run for what the kernels do not cover: the
 // ops the node replaced, in their order.
 at::Tensor fusedConv2dReference(const at::Tensor& input, const at::Tensor& weight,
@@ -121,6 +115,8 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
         fusedConv2dReference);
 }
 
+namespace {
+
 c10::optional<at::Tensor> optionalTensor(const c10::IValue& value) {
   return value.isNone() ? c10::nullopt : c10::optional<at::Tensor>(value.toTensor());
 }
@@ -142,8 +138,15 @@ void nativeConv2d(ProcessedNode& p) {
 // arguments, which ATen then reports).
 void referenceIntoOutput(ProcessedNode& p) {
   at::Tensor result;
-  if (p.numInputs() > kResidual) {
-    const InferenceDispatch below_autograd;
+  const InferenceDispatch below_autograd;
+  if (p.input(kWeight).isCustomClass()) {
+    result = packedConv2dReference(
+        p.input(kInput).toTensor(), p.input(kWeight).toCustomClass<PackedConvWeight>(),
+        optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
+        p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(), p.input(kGroups).toInt(),
+        optionalTensor(p.input(kResidual)), p.input(kActivation).toStringRef(),
+        p.input(kActA).toScalar(), p.input(kActB).toScalar());
+  } else if (p.numInputs() > kResidual) {
     result = fusedConv2dReference(p.input(kInput).toTensor(), p.input(kWeight).toTensor(),
                                   optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
                                   p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(),
@@ -157,180 +160,6 @@ void referenceIntoOutput(ProcessedNode& p) {
   at::native::resize_(out, result.sizes());
   out.copy_(result);
 }
-
-// One or two values as ATen reads int[2] arguments.
-int64_t pairAt(const c10::IValue& value, size_t i) {
-  const at::DimVector values = value.toDimVector();
-  return values.empty() ? -1 : values[values.size() == 1 ? 0 : i];
-}
-
-struct ConvGeometry {
-  int64_t batch, in_channels, in_h, in_w;
-  int64_t out_channels, kernel_h, kernel_w;
-  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  int64_t out_h, out_w;
-
-  int64_t columnRows() const { return in_channels * kernel_h * kernel_w; }
-  int64_t pixels() const { return out_h * out_w; }
-  // A 1x1 convolution over every pixel reads the image itself as its column matrix.
-  bool isPointwise() const {
-    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 &&
-           pad_w == 0;
-  }
-};
-
-// The geometry when this kernel can run the call: contiguous float32 NCHW input whose channels
-// match the weight, valid stride/padding/dilation, a non-empty output. Otherwise std::nullopt and
-// ATen runs it (and reports what is wrong).
-std::optional<ConvGeometry> geometry(ProcessedNode& p, const at::Tensor& x,
-                                     const at::Tensor& weight) {
-  if (x.scalar_type() != at::kFloat || x.dim() != 4 || !x.is_contiguous() ||
-      x.size(1) != weight.size(1)) {
-    return std::nullopt;
-  }
-  ConvGeometry g{x.size(0),
-                 x.size(1),
-                 x.size(2),
-                 x.size(3),
-                 weight.size(0),
-                 weight.size(2),
-                 weight.size(3),
-                 pairAt(p.input(3), 0),
-                 pairAt(p.input(3), 1),
-                 pairAt(p.input(4), 0),
-                 pairAt(p.input(4), 1),
-                 pairAt(p.input(5), 0),
-                 pairAt(p.input(5), 1),
-                 0,
-                 0};
-  if (g.stride_h <= 0 || g.stride_w <= 0 || g.pad_h < 0 || g.pad_w < 0 || g.dilation_h <= 0 ||
-      g.dilation_w <= 0) {
-    return std::nullopt;
-  }
-  const int64_t span_h = g.dilation_h * (g.kernel_h - 1) + 1;
-  const int64_t span_w = g.dilation_w * (g.kernel_w - 1) + 1;
-  if (g.in_h + 2 * g.pad_h < span_h || g.in_w + 2 * g.pad_w < span_w) {
-    return std::nullopt;
-  }
-  g.out_h = (g.in_h + 2 * g.pad_h - span_h) / g.stride_h + 1;
-  g.out_w = (g.in_w + 2 * g.pad_w - span_w) / g.stride_w + 1;
-  if (g.batch == 0 || g.in_channels == 0 || g.columnRows() * g.pixels() > kMaxColumnFloats) {
-    return std::nullopt;
-  }
-  return g;
-}
-
-// The [C*KH*KW, OH*OW] column matrix of one image: row (c, kh, kw) holds, for every output pixel,
-// the input value under that kernel tap, or 0 in the padding.
-void im2col(const float* image, const ConvGeometry& g, float* columns) {
-  float* row = columns;
-  for (int64_t c = 0; c < g.in_channels; ++c) {
-    const float* plane = image + c * g.in_h * g.in_w;
-    for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
-      for (int64_t kw = 0; kw < g.kernel_w; ++kw, row += g.pixels()) {
-        const int64_t x_offset = kw * g.dilation_w - g.pad_w;
-        // Output columns whose input column is inside the image: [ox_begin, ox_end).
-        int64_t ox_begin = 0;
-        while (ox_begin < g.out_w && ox_begin * g.stride_w + x_offset < 0) {
-          ++ox_begin;
-        }
-        int64_t ox_end = g.out_w;
-        while (ox_end > ox_begin && (ox_end - 1) * g.stride_w + x_offset >= g.in_w) {
-          --ox_end;
-        }
-        for (int64_t oy = 0; oy < g.out_h; ++oy) {
-          float* out = row + oy * g.out_w;
-          const int64_t iy = oy * g.stride_h - g.pad_h + kh * g.dilation_h;
-          if (iy < 0 || iy >= g.in_h) {
-            std::fill(out, out + g.out_w, 0.f);
-            continue;
-          }
-          const float* in = plane + iy * g.in_w + x_offset;
-          std::fill(out, out + ox_begin, 0.f);
-          if (g.stride_w == 1) {
-            std::memcpy(out + ox_begin, in + ox_begin, (ox_end - ox_begin) * sizeof(float));
-          } else {
-            for (int64_t ox = ox_begin; ox < ox_end; ++ox) {
-              out[ox] = in[ox * g.stride_w];
-            }
-          }
-          std::fill(out + ox_end, out + g.out_w, 0.f);
-        }
-      }
-    }
-  }
-}
-
-// Applies `epilogue` to `out`, a contiguous float32 result of the convolution, in place: the
-// residual (same shape, contiguous float32) added, then the activation, with the unfused kernels'
-// formulas.
-void applyEpilogue(const ConvEpilogue& epilogue, const at::Tensor* residual, at::Tensor& out) {
-  float* o = floatData(out);
-  if (residual != nullptr) {
-    vec::map(vec::BinaryOp::kAdd, o, floatData(*residual), o, out.numel(), {1.f});
-  }
-  if (epilogue.activation) {
-    vec::map(*epilogue.activation, o, o, out.numel(), epilogue.params);
-  }
-}
-
-class SmallConv2d {
-public:
-  // `larger`: what runs an image too large for the column matrix (the oneDNN kernel).
-  SmallConv2d(at::Tensor weight, at::Tensor bias, ConvEpilogue epilogue, KernelFunction larger)
-      : weight_(std::move(weight)), bias_(std::move(bias)), epilogue_(epilogue),
-        larger_(std::move(larger)) {}
-
-  void operator()(ProcessedNode& p) const {
-    const at::Tensor& x = p.input(kInput).toTensor();
-    const std::optional<ConvGeometry> g = geometry(p, x, weight_);
-    const at::Tensor* residual = epilogue_.has_residual ? &p.input(kResidual).toTensor() : nullptr;
-    const bool residual_fits =
-        residual == nullptr ||
-        (g && isContiguousFloat(*residual) &&
-         residual->sizes() == at::IntArrayRef{g->batch, g->out_channels, g->out_h, g->out_w});
-    if (!g || !residual_fits) {
-      larger_(p);
-      return;
-    }
-    at::Tensor& out =
-        contiguousOutput(p, 0, {g->batch, g->out_channels, g->out_h, g->out_w}, x.options());
-    float* columns =
-        g->isPointwise()
-            ? nullptr
-            : static_cast<float*>(p.scratch(g->columnRows() * g->pixels() * sizeof(float)));
-    const float* in = x.data_ptr<float>();
-    float* o = floatData(out);
-    const float* w = weight_.data_ptr<float>();
-    const float* b = bias_.defined() ? bias_.data_ptr<float>() : nullptr;
-    useAtenThreadsForOpenBlas();
-    for (int64_t n = 0; n < g->batch; ++n) {
-      const float* image = in + n * g->in_channels * g->in_h * g->in_w;
-      float* result = o + n * g->out_channels * g->pixels();
-      if (columns != nullptr) {
-        im2col(image, *g, columns);
-      }
-      // sgemm adds to C with beta 1: each output row starts as its channel's bias.
-      if (b != nullptr) {
-        for (int64_t oc = 0; oc < g->out_channels; ++oc) {
-          std::fill(result + oc * g->pixels(), result + (oc + 1) * g->pixels(), b[oc]);
-        }
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g->out_channels),
-                  static_cast<int>(g->pixels()), static_cast<int>(g->columnRows()), 1.f, w,
-                  static_cast<int>(g->columnRows()), columns != nullptr ? columns : image,
-                  static_cast<int>(g->pixels()), b != nullptr ? 1.f : 0.f, result,
-                  static_cast<int>(g->pixels()));
-    }
-    applyEpilogue(epilogue_, residual, out);
-  }
-
-private:
-  at::Tensor weight_; // [OC, C, KH, KW], contiguous float32: sgemm reads it as [OC, C*KH*KW]
-  at::Tensor bias_;   // [OC] contiguous float32, or undefined
-  ConvEpilogue epilogue_;
-  KernelFunction larger_;
-};
 
 // A constant int list or int argument of the node, as aten::conv2d reads int[2] (one value for
 // both dimensions).
@@ -407,13 +236,41 @@ std::optional<ConvEpilogue> constantEpilogue(const torch::jit::Node* node) {
   return epilogue;
 }
 
-// One decision for every convolution with a constant weight: small ones as im2col + sgemm, the
-// rest on oneDNN with the weight packed now. A weight that is not constant, or arguments that are
+// srt::packed_conv2d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
+std::optional<KernelFunction> packedConv2dKernel(const torch::jit::Node* node) {
+  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
+  const std::optional<ConvArguments> arguments = constantArguments(node);
+  const std::optional<ConvEpilogue> epilogue = constantEpilogue(node);
+  if (!weight || !weight->isCustomClass() || !arguments || !epilogue) {
+    return std::nullopt;
+  }
+  const auto packed = weight->toCustomClass<PackedConvWeight>();
+  const ConvArguments& packed_arguments = convArguments(*packed->packed);
+  for (int i = 0; i < 2; ++i) {
+    if (packed_arguments.stride[i] != arguments->stride[i] ||
+        packed_arguments.padding[i] != arguments->padding[i] ||
+        packed_arguments.dilation[i] != arguments->dilation[i]) {
+      return std::nullopt;
+    }
+  }
+  if (packed_arguments.groups != arguments->groups) {
+    return std::nullopt;
+  }
+  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, referenceIntoOutput);
+}
+
+// Every convolution with a constant weight runs on oneDNN with the weight packed now (when
+// passes/conv_weight_packing.cpp has not packed it already). A weight that is not constant, or arguments that are
 // not, decline (ATen's kernel, or the JIT operator of srt::fused_conv2d, runs them).
 std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
                                             const KernelOptions& options) {
-  if (!options.enable_out_variant ||
-      !(node->matches(kConv2dSchema) || node->matches(kFusedConv2dSchema))) {
+  if (!options.enable_out_variant) {
+    return std::nullopt;
+  }
+  if (node->matches(kPackedConv2dSchema)) {
+    return packedConv2dKernel(node);
+  }
+  if (!(node->matches(kConv2dSchema) || node->matches(kFusedConv2dSchema))) {
     return std::nullopt;
   }
   const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
@@ -431,21 +288,10 @@ std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   auto packed = packConvWeight(w, b, *arguments);
-  const bool packable = packed != nullptr;
-  KernelFunction onednn =
-      packable ? makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, referenceIntoOutput)
-               : KernelFunction(referenceIntoOutput);
-  // Small weights: whether the image is small enough too is known at run time only.
-  const bool small = arguments->groups == 1 && w.size(0) <= kMaxOutChannels &&
-                     w.size(1) * w.size(2) * w.size(3) <= kMaxColumnFloats;
-  if (small) {
-    return KernelFunction(
-        SmallConv2d(w.contiguous(), b.defined() ? b.contiguous() : b, *epilogue, onednn));
-  }
-  if (!packable) {
+  if (packed == nullptr) {
     return std::nullopt;
   }
-  return onednn;
+  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, referenceIntoOutput);
 }
 
 } // namespace
@@ -453,5 +299,6 @@ std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
 SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, conv2dFactory);
 SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeConv2d));
 SRT_REGISTER_KERNEL("srt::fused_conv2d", kOutVariant, conv2dFactory);
+SRT_REGISTER_KERNEL("srt::packed_conv2d", kOutVariant, conv2dFactory);
 
 } // namespace srt::ops

@@ -22,10 +22,10 @@ struct OneDnnConvWeight {
   int64_t kernel_h = 0;
   int64_t kernel_w = 0;
   dnnl::memory::desc desc; // the packed layout
-  at::Tensor storage;      // desc.get_size() bytes
-  // The weight as the graph holds it (the same tensor: no copy), for a shape whose primitive
-  // wants another layout than the packed one.
-  at::Tensor plain;
+  // desc.get_size() bytes: the only copy once passes/conv_weight_packing.cpp has taken the
+  // plain weight out of the graph. Shapes whose primitive wants another layout, and the
+  // reference path, reorder from it.
+  at::Tensor storage;
   at::Tensor bias; // [OC] float32 contiguous, or undefined
 };
 
@@ -220,9 +220,8 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   void* weight_data = w.storage.data_ptr();
   if (pd.weights_desc() != w.desc) {
     state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc().get_size())}, at::kByte);
-    const memory plain(memory::desc(weightDims(w), kF32, plainWeightTag(w)), engine,
-                       w.plain.data_ptr());
-    reorder(plain, memory(pd.weights_desc(), engine, state.repacked.data_ptr()));
+    reorder(memory(w.desc, engine, w.storage.data_ptr()),
+            memory(pd.weights_desc(), engine, state.repacked.data_ptr()));
     weight_data = state.repacked.data_ptr();
   }
   state.weights = memory(pd.weights_desc(), engine, weight_data);
@@ -400,7 +399,7 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
   packed->in_channels = weight.size(1) * arguments.groups;
   packed->kernel_h = weight.size(2);
   packed->kernel_w = weight.size(3);
-  packed->plain = weight.contiguous();
+  const at::Tensor plain = weight.contiguous();
   packed->bias = bias.defined() ? bias.contiguous() : at::Tensor();
   // The layout oneDNN's convolution picks for the weight depends on the channels, the kernel and
   // the instruction set, not on the image: one representative size decides it; a shape whose
@@ -422,10 +421,28 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
     return nullptr;
   }
   packed->storage = at::empty({static_cast<int64_t>(packed->desc.get_size())}, at::kByte);
-  const memory plain(memory::desc(weightDims(*packed), kF32, plainWeightTag(*packed)),
-                     oneDnnEngine(), packed->plain.data_ptr());
-  reorder(plain, memory(packed->desc, oneDnnEngine(), packed->storage.data_ptr()));
+  reorder(memory(memory::desc(weightDims(*packed), kF32, plainWeightTag(*packed)), oneDnnEngine(),
+                 plain.data_ptr()),
+          memory(packed->desc, oneDnnEngine(), packed->storage.data_ptr()));
   return packed;
+}
+
+at::Tensor unpackConvWeight(const OneDnnConvWeight& packed) {
+  at::Tensor plain = at::empty({packed.out_channels, packed.in_channels / packed.arguments.groups,
+                                packed.kernel_h, packed.kernel_w},
+                               at::kFloat);
+  reorder(memory(packed.desc, oneDnnEngine(), packed.storage.data_ptr()),
+          memory(memory::desc(weightDims(packed), kF32, plainWeightTag(packed)), oneDnnEngine(),
+                 plain.data_ptr()));
+  return plain;
+}
+
+const at::Tensor& convBias(const OneDnnConvWeight& packed) {
+  return packed.bias;
+}
+
+const ConvArguments& convArguments(const OneDnnConvWeight& packed) {
+  return packed.arguments;
 }
 
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,

@@ -46,6 +46,12 @@ struct OneDnnConvWeight;
 std::shared_ptr<const OneDnnConvWeight>
 packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArguments& arguments);
 
+// The packed weight back in PyTorch's layout [OC, C / groups, KH, KW] (a new tensor), for the
+// reference path of srt::packed_conv2d; its bias and arguments as packed.
+at::Tensor unpackConvWeight(const OneDnnConvWeight& packed);
+const at::Tensor& convBias(const OneDnnConvWeight& packed);
+const ConvArguments& convArguments(const OneDnnConvWeight& packed);
+
 // The kernel of a node whose inputs are (input, weight, bias, ...) with the weight and bias
 // `packed`, and, when the epilogue has a residual, the residual as input `residual_input`. Runs
 // oneDNN for a float32 4-D input in NCHW or channels-last layout with the packed channel count,

@@ -14,7 +14,6 @@
 namespace srt::testing {
 namespace {
 
-// 96 channels: past the im2col loops, so the network is worth converting.
 torch::jit::Module network(const std::string& source, int64_t channels = 96) {
   torch::jit::Module module("ChannelsLastModule");
   module.register_parameter("stem", torch::randn({channels, 3, 3, 3}) * 0.3, false);
@@ -73,8 +72,22 @@ def forward(self, x):
                    {}, 1e-4);
 }
 
-TEST_F(ChannelsLastPass, LeavesNetworksOfSmallConvolutions) {
+// Small CNNs too: oneDNN's channels-last convolutions beat the NCHW ones with a reorder on each
+// side (ops/conv/conv2d.cpp).
+TEST_F(ChannelsLastPass, ConvertsNetworksOfSmallConvolutions) {
   auto graph = passes::prepareModule(network(kResidualNetwork, 16)).graph;
+  auto result =
+      expectPassPreservesResults(passes::useChannelsLast, graph, {{torch::randn({1, 3, 8, 8})}},
+                                 /*expect_changed=*/true, 1e-4);
+  EXPECT_GE(countKind(*result, "aten::contiguous"), 2u) << *result;
+}
+
+// Without a convolution there is nothing to keep channels last for.
+TEST_F(ChannelsLastPass, LeavesNetworksWithoutConvolutions) {
+  auto graph = passes::prepareModule(network(R"JIT(
+def forward(self, x):
+    return torch.relu(torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False))
+)JIT")).graph;
   auto result =
       expectPassPreservesResults(passes::useChannelsLast, graph, {{torch::randn({1, 3, 8, 8})}},
                                  /*expect_changed=*/false, 1e-4);

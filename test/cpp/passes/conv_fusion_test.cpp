@@ -1,6 +1,5 @@
 // passes/conv_fusion.cpp: conv2d + residual add + activation -> srt::fused_conv2d, each written
-// form, its numerics on both convolution paths (small im2col loops and oneDNN), and what stays
-// unfused.
+// form, its numerics on small and large weights, and what stays unfused.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
@@ -13,8 +12,7 @@
 namespace srt::testing {
 namespace {
 
-// `channels` output channels from 8 input channels (64 or fewer take the small-convolution path,
-// more the oneDNN one).
+// `channels` output channels from 8 input channels.
 torch::jit::Module convModule(int64_t channels, const std::string& source) {
   torch::jit::Module module("ConvFusionModule");
   module.register_parameter("w", torch::randn({channels, 8, 3, 3}) * 0.2, /*is_buffer=*/false);
@@ -62,7 +60,7 @@ TEST(ConvFusion, FusesEveryWrittenForm) {
   }
 }
 
-// Both convolution paths compute every epilogue as the JIT does, run after run.
+// Small and large weights: every epilogue as the JIT computes it, run after run.
 TEST(ConvFusion, FusedKernelsMatchJitOnBothPaths) {
   for (int64_t channels : {16, 96}) {
     SCOPED_TRACE(channels);

@@ -1,6 +1,6 @@
-// conv2d with a constant weight (ops/conv/conv2d.cpp): small ones run as im2col + sgemm into
-// planned memory (ops/conv/onednn_conv_test.cpp has the rest); a weight given at run time keeps
-// ATen's native kernel; all against the JIT.
+// conv2d with a constant weight (ops/conv/conv2d.cpp) on small weights and images, the stems and
+// heads of small CNNs (ops/conv/onednn_conv_test.cpp has the rest); a weight given at run time
+// keeps ATen's native kernel; all against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -22,7 +22,7 @@ torch::jit::Module convModule(const at::Tensor& weight, const at::Tensor& bias,
   return module;
 }
 
-// Every geometry the im2col path computes: padding (symmetric and not), stride, dilation, a 1x1
+// Every geometry: padding (symmetric and not), stride, dilation, a 1x1
 // (no columns at all), no bias, and an input whose planes are not a multiple of anything.
 constexpr const char* kGeometries = R"JIT(
 def forward(self, x):
@@ -45,10 +45,10 @@ TEST(Conv2dSmall, EveryGeometryMatchesJit) {
                    {}, 1e-4);
   StaticModule prepared(module);
   const auto kinds = kernelKinds(prepared);
-  EXPECT_EQ(kinds.at("aten::conv2d"), std::set<KernelKind>{KernelKind::kOutVariant});
+  EXPECT_EQ(kinds.at("srt::packed_conv2d"), std::set<KernelKind>{KernelKind::kOutVariant});
 }
 
-TEST(Conv2dSmall, PointwiseReadsTheImageAsItsColumns) {
+TEST(Conv2dSmall, Pointwise) {
   expectMatchesJit(convModule(torch::randn({16, 8, 1, 1}), torch::randn({16}), R"JIT(
 def forward(self, x):
     return torch.conv2d(x, self.weight, self.bias), torch.conv2d(x, self.weight, None, 2)

@@ -53,12 +53,13 @@ def forward(self, x):
        // Neither layout: ATen's result, copied into the planned output.
        {{torch::randn({1, 12, 10, 16}).permute({0, 3, 1, 2})}, {}}},
       {}, 1e-4);
+  // Every weight here is packed as one constant (passes/conv_weight_packing.cpp).
   const auto kinds = kernelKinds(StaticModule(module));
-  EXPECT_EQ(kinds.at("aten::conv2d"), std::set<KernelKind>{KernelKind::kOutVariant});
+  EXPECT_EQ(kinds.count("aten::conv2d"), 0u);
+  EXPECT_EQ(kinds.at("srt::packed_conv2d"), std::set<KernelKind>{KernelKind::kOutVariant});
 }
 
-// A weight small enough for the im2col loops on an image too large for them (ResNet's stem at
-// 224x224): oneDNN runs it, with the fused activation.
+// A small weight on a large image (ResNet's stem at 224x224), with the fused activation.
 TEST(Conv2dOneDnn, SmallWeightLargeImage) {
   const torch::jit::Module module =
       convModule({{"weight", torch::randn({8, 3, 7, 7}) * 0.1}, {"bias", torch::randn({8})}}, R"JIT(
