@@ -27,7 +27,14 @@ c10::StorageImpl* storageOf(c10::IValue& value) {
 MemoryPlanner::MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm,
                              std::vector<ScratchBlock> scratch)
     : managed_(std::move(managed)), scratch_(std::move(scratch)), algorithm_(algorithm),
-      slot_bytes_(managed_.size() + scratch_.size(), 0) {}
+      slot_bytes_(managed_.size() + scratch_.size(), 0) {
+  for (size_t i = 0; i < managed_.size(); ++i) {
+    if (managed_[i].last >= last_uses_at_.size()) {
+      last_uses_at_.resize(managed_[i].last + 1);
+    }
+    last_uses_at_[managed_[i].last].push_back(i);
+  }
+}
 
 std::vector<Lifetime> MemoryPlanner::lifetimes() const {
   std::vector<Lifetime> result;
@@ -94,27 +101,42 @@ void MemoryPlanner::allocate(c10::IValue* values) {
 
 void MemoryPlanner::deallocate(c10::IValue* values) noexcept {
   for (size_t i = 0; i < managed_.size(); ++i) {
-    at::Tensor* tensor = managedTensor(values[managed_[i].value_index]);
-    if (tensor == nullptr) {
-      continue;
-    }
-    c10::StorageImpl* storage = tensor->storage().unsafeGetStorageImpl();
-    if (!arena_.contains(storage->data_ptr().get()) && storage->nbytes() > 0) {
-      // First run, or the kernel outgrew its slot and allocated on its own: plan for it.
-      slot_bytes_[i] = std::max(slot_bytes_[i], storage->nbytes());
-      needs_plan_ = true;
-    }
-    // Detach: frees what a kernel allocated; an arena slot is not freed (no-op deleter).
-    storage->set_data_ptr_noswap(c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
-    storage->set_nbytes(0);
-    // Whoever still holds the tensor (a caller's handed-back output) sees an empty tensor, not
-    // sizes that point past a storage that is gone.
-    tensor->unsafeGetTensorImpl()->set_sizes_contiguous({0});
+    learnAndDetach(i, values);
   }
   if (needs_plan_) {
     replan();
   }
 }
+
+void MemoryPlanner::releaseDeadAfter(size_t step, c10::IValue* values) noexcept {
+  if (step >= last_uses_at_.size()) {
+    return;
+  }
+  for (size_t i : last_uses_at_[step]) {
+    learnAndDetach(i, values);
+  }
+}
+
+void MemoryPlanner::learnAndDetach(size_t i, c10::IValue* values) noexcept {
+  at::Tensor* tensor = managedTensor(values[managed_[i].value_index]);
+  if (tensor == nullptr) {
+    return;
+  }
+  c10::StorageImpl* storage = tensor->storage().unsafeGetStorageImpl();
+  if (!arena_.contains(storage->data_ptr().get()) && storage->nbytes() > 0) {
+    // First run, or the kernel outgrew its slot and allocated on its own: plan for it.
+    slot_bytes_[i] = std::max(slot_bytes_[i], storage->nbytes());
+    needs_plan_ = true;
+  }
+  // Detach: frees what a kernel allocated; an arena slot is not freed (no-op deleter).
+  storage->set_data_ptr_noswap(c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
+  storage->set_nbytes(0);
+  // Whoever still holds the tensor (a caller's handed-back output) sees an empty tensor, not
+  // sizes that point past a storage that is gone.
+  tensor->unsafeGetTensorImpl()->set_sizes_contiguous({0});
+}
+
+
 
 void MemoryPlanner::replan() {
   needs_plan_ = false;

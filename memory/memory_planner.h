@@ -51,6 +51,16 @@ public:
   // Frees the arena of an idle runtime; the next runs learn and plan again.
   void releaseMemory();
 
+  // Whether runs still allocate on their own (no plan yet: the first run, or the first after
+  // releaseMemory()). Such a run should call releaseDeadAfter after each step: kernels allocated
+  // its tensors, and keeping every one of them until the run ends would make the learning run's
+  // peak the sum of all intermediates, far above what eager PyTorch or the planned runs hold.
+  bool learning() const { return plan_.offsets.empty(); }
+  // Learns the sizes of the managed tensors whose lifetime ends at `step` and frees them now,
+  // exactly as deallocate() would after the run (their memory is free from then on in the plan
+  // too).
+  void releaseDeadAfter(size_t step, c10::IValue* values) noexcept;
+
   // Scratch block `i` must hold `bytes` from the next run on; a larger request than planned
   // makes deallocate() plan again. Cheap: call it for every block after every run.
   void requestScratch(size_t i, size_t bytes) {
@@ -95,11 +105,14 @@ public:
 
 private:
   void replan();
+  // Records managed tensor i's storage size and detaches its storage.
+  void learnAndDetach(size_t i, c10::IValue* values) noexcept;
 
   std::vector<ManagedTensor> managed_;
   std::vector<ScratchBlock> scratch_;
   PlannerAlgorithm algorithm_;
   std::vector<size_t> slot_bytes_; // largest storage (or scratch request) seen per buffer
+  std::vector<std::vector<size_t>> last_uses_at_; // managed tensors by the step they die after
   MemoryPlan plan_;
   Arena arena_;
   bool needs_plan_ = false;

@@ -66,6 +66,18 @@ void BlockRunner::runTimed(double* node_ms) {
   }
 }
 
+void BlockRunner::runThen(const std::function<void(size_t)>& after_step) {
+  size_t i = 0;
+  try {
+    for (; i < nodes_.size(); ++i) {
+      runNode(nodes_[i]);
+      after_step(i);
+    }
+  } catch (...) {
+    rethrowWithNode(nodes_[i].node());
+  }
+}
+
 void BlockRunner::runNode(ops::ProcessedNode& node) {
   if (C10_UNLIKELY(node_events_)) {
     runWithEvent(node);

@@ -1,6 +1,7 @@
 // Runs one block's node list over a runtime's value table.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ops/core/processed_node.h"
@@ -33,6 +34,9 @@ public:
   // control-flow node's time includes its blocks'). The same kernels run: only the clock is read
   // between nodes.
   void runTimed(double* node_ms);
+  // run(), calling after_step(i) once node i has run (the planner's learning run frees the
+  // tensors whose lifetime ends there).
+  void runThen(const std::function<void(size_t)>& after_step);
 
 private:
   void runNode(ops::ProcessedNode& node);

@@ -155,6 +155,12 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
   ScopedIntraOpThreads threads(options_.intra_op_threads);
   if (times != nullptr) {
     state_->top_block->runTimed(times->nodes.data());
+  } else if (state_->planner && state_->planner->learning()) {
+    // The top-level node index is the planner's step.
+    memory::MemoryPlanner& planner = *state_->planner;
+    c10::IValue* values = state_->values.data();
+    state_->top_block->runThen(
+        [&planner, values](size_t step) { planner.releaseDeadAfter(step, values); });
   } else {
     state_->top_block->run();
   }

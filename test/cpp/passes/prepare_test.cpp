@@ -1,4 +1,6 @@
 // Preparation: freezing, flattening, and refusing what the runtime cannot run.
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -40,6 +42,28 @@ def forward(self, x):
     return self.child.forward(x).relu()
 )JIT");
   return parent;
+}
+
+// Freezing registers the frozen copy's methods in the module's CompilationUnit, which outlives
+// the build: left there, their graphs would keep a second copy of every weight.
+TEST(Prepare, LeavesNoFrozenMethodsBehindInTheCompilationUnit) {
+  const torch::jit::Module module = moduleWithSubmodule();
+  const auto unit = module._ivalue()->compilation_unit();
+  // Removed methods leave a null slot behind.
+  const auto live_functions = [&] {
+    const auto functions = unit->get_functions();
+    return std::count(functions.begin(), functions.end(), nullptr) * -1 +
+           static_cast<std::ptrdiff_t>(functions.size());
+  };
+  const auto before = live_functions();
+  for (int i = 0; i < 3; ++i) {
+    passes::prepareModule(module);
+  }
+  EXPECT_EQ(live_functions(), before);
+  // The module itself still runs.
+  const at::Tensor x = torch::randn({2, 3});
+  EXPECT_TRUE(torch::jit::Module(module).forward({x}).toTensor().allclose(
+      torch::mm(x, module.attr("child").toModule().attr("weight").toTensor()).relu()));
 }
 
 TEST(Prepare, FreezesInlinesAndDropsSelf) {
