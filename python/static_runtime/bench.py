@@ -27,7 +27,9 @@ Python API::
     print(bench.format_table(result))
 """
 
+import ctypes
 import datetime
+import functools
 import os
 import platform
 import statistics
@@ -52,7 +54,8 @@ LABELS = {
 # The identity-model runner timed next to ours; not a row of its own.
 OURS_BINDING = "ours_binding"
 # What the GEMM libraries read at start-up; recorded, never changed.
-ENVIRONMENT_KEYS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")
+ENVIRONMENT_KEYS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
+                    "OMP_NUM_THREADS", "OMP_WAIT_POLICY")
 # Outputs must agree with the reference before anything is timed: a benchmark of wrong answers
 # measures nothing. ONNX Runtime reorders reductions (fused LayerNorm, GELU), hence the margin.
 TOLERANCE = {"rtol": 1e-3, "atol": 1e-4}
@@ -93,6 +96,38 @@ def _machine() -> Dict[str, Any]:
 
 def environment() -> Dict[str, str]:
     return {key: os.environ.get(key, "(unset)") for key in ENVIRONMENT_KEYS}
+
+
+@functools.lru_cache(maxsize=None)
+def _openblas() -> Optional[ctypes.CDLL]:
+    """The OpenBLAS torch loaded into this process, or None (another BLAS, not Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "libopenblas" in line})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)  # already loaded: the same handle, nothing re-initialized
+            library.openblas_set_num_threads  # pip wheels suffix it (..._64_): not torch's
+            return library
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def openblas_threads(count: Optional[int] = None) -> Optional[int]:
+    """The size of OpenBLAS's thread pool, after setting it to `count` if given; None when the
+    process has no OpenBLAS. torch.set_num_threads does not reach Debian's pthread OpenBLAS (ATen
+    1.13 forwards it to MKL only), whose one process-wide pool starts at every core: without
+    this, eager and TorchScript GEMMs (Linear, and the 1x1 and small convolutions ATen runs as
+    im2col + sgemm) would use 2 threads in a "1 thread" comparison."""
+    library = _openblas()
+    if library is None:
+        return None
+    if count is not None:
+        library.openblas_set_num_threads(int(count))
+    return int(library.openblas_get_num_threads())
 
 
 def _describe(value: Any) -> str:
@@ -272,11 +307,13 @@ def compare(
         skipped_everywhere["onnxruntime"] = "switched off (--no-onnxruntime)"
 
     saved_threads = torch.get_num_threads()
+    saved_openblas = openblas_threads()
     rows: List[Dict[str, Any]] = []
     skipped: List[Dict[str, Any]] = []
     try:
         for count in threads:
             torch.set_num_threads(count)
+            openblas_threads(count)
             skipped_here = dict(skipped_everywhere)
             runners, _ = _build(model, scripted, inputs, count, options, onnxruntime,
                                 ort_session, skipped_here)
@@ -318,6 +355,8 @@ def compare(
                                     "reason": skipped_here[runtime]})
     finally:
         torch.set_num_threads(saved_threads)
+        if saved_openblas is not None:
+            openblas_threads(saved_openblas)
         if ort_session is not None:
             ort_session.cleanup()
 
@@ -336,6 +375,9 @@ def compare(
         "method": {"rounds": rounds, "warmup": warmup, "burst_seconds": burst_seconds,
                    "statistic": "median over rounds of the mean time per call in a burst"},
         "threads": list(threads),
+        # Each thread count is given to torch, ours (intra_op_threads), ONNX Runtime
+        # (intraOpNumThreads) and, when the process has one, OpenBLAS's pool.
+        "openblas_threads_set": saved_openblas is not None,
         "rows": rows,
         "skipped": skipped,
     }
@@ -405,5 +447,5 @@ def default_runner_script() -> Optional[str]:
     return ort.find_runner()
 
 
-__all__ = ["compare", "format_table", "header", "trace", "environment", "RUNTIMES", "LABELS",
-           "default_runner_script"]
+__all__ = ["compare", "format_table", "header", "trace", "environment", "openblas_threads",
+           "RUNTIMES", "LABELS", "default_runner_script"]
