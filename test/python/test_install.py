@@ -22,17 +22,26 @@ pytestmark = pytest.mark.skipif(
 
 # Run a snippet as a user would: from /, without the build tree on PYTHONPATH.
 CHECK = """
-import pathlib, sys, torch, static_runtime, static_runtime.dask
+import pathlib, torch, static_runtime, static_runtime.dask
 print(static_runtime.__file__)
 package = pathlib.Path(static_runtime.__file__).parent
 assert (package / "__init__.pyi").exists() and (package / "py.typed").exists(), list(package.iterdir())
 def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.relu(x @ y + 1.0)
-module = static_runtime.StaticModule(torch.jit.script(f))
+module = static_runtime.StaticModule(torch.jit.script(f))  # needs f's source: run from a file
 x, y = torch.randn(4, 8), torch.randn(8, 3)
 torch.testing.assert_close(module(x, y), f(x, y))
 print("ok", static_runtime.__version__)
 """
+
+
+def _check(python, tmp_path, **env) -> pathlib.Path:
+    """Runs CHECK with `python` from /; returns where static_runtime was imported from."""
+    script = tmp_path / "check.py"
+    script.write_text(CHECK)
+    lines = _run([python, script], env=_user_env(**env), cwd="/").stdout.splitlines()
+    assert lines[-1].startswith("ok "), lines
+    return pathlib.Path(lines[0])
 
 
 def _user_env(**extra: str) -> dict:
@@ -71,10 +80,8 @@ def test_pip_install_into_venv(tmp_path):
           "--disable-pip-version-check", source],
          env=_user_env(SRT_BUILD_DIR=os.path.abspath(BUILD_DIR)), cwd=tmp_path)
 
-    result = _run([venv / "bin" / "python", "-c", CHECK], env=_user_env(), cwd="/")
-    installed = pathlib.Path(result.stdout.splitlines()[0])
+    installed = _check(venv / "bin" / "python", tmp_path)
     assert installed.is_relative_to(venv), installed
-    assert result.stdout.splitlines()[-1].startswith("ok ")
 
     # The `srt` console script runs the bundled C++ CLI: help, and the bundled default model.
     srt = venv / "bin" / "srt"
@@ -87,17 +94,26 @@ def test_pip_install_into_venv(tmp_path):
     assert not (venv / "bin" / "srt").exists()
 
 
+def _cached(name: str) -> str:
+    for line in (pathlib.Path(BUILD_DIR) / "CMakeCache.txt").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return line.partition("=")[2]
+    raise AssertionError(f"{name} is not in {BUILD_DIR}/CMakeCache.txt")
+
+
 def test_cmake_install_into_prefix(tmp_path):
+    package_dir = _cached("SRT_PYTHON_INSTALL_DIR")
+    if os.path.isabs(package_dir):
+        pytest.skip(f"SRT_PYTHON_INSTALL_DIR is absolute ({package_dir}): not under a prefix")
     prefix = tmp_path / "prefix"
     _run(["cmake", "--install", BUILD_DIR, "--prefix", prefix])
-    site = prefix / "lib" / "python3" / "dist-packages"
-    result = _run([SYSTEM_PYTHON, "-c", CHECK], env=_user_env(PYTHONPATH=str(site)), cwd="/")
-    assert pathlib.Path(result.stdout.splitlines()[0]).is_relative_to(site)
+    site = (prefix / package_dir).parent
+    assert _check(SYSTEM_PYTHON, tmp_path, PYTHONPATH=str(site)).is_relative_to(site)
     help_text = _run([prefix / "bin" / "srt", "--help"], env=_user_env(), cwd="/").stdout
     assert "usage" in help_text.lower(), help_text
-    # The default directory is one Debian's python3 searches for the prefixes /usr/local and
-    # /usr: there `cmake --install` alone makes `import static_runtime` work.
-    paths = _run([SYSTEM_PYTHON, "-c", "import sys; print('\\n'.join(sys.path))"],
+    # The default directory is one that Debian's python3 searches under the prefixes /usr/local
+    # and /usr: there `cmake --install` alone makes `import static_runtime` work.
+    sites = _run([SYSTEM_PYTHON, "-c", "import site; print('\\n'.join(site.getsitepackages()))"],
                  env=_user_env(), cwd="/").stdout.splitlines()
-    assert "/usr/local/lib/python3/dist-packages" in paths, paths
-    assert "/usr/lib/python3/dist-packages" in paths, paths
+    for system_prefix in ("/usr/local", "/usr"):
+        assert os.path.join(system_prefix, os.path.dirname(package_dir)) in sites, sites
