@@ -31,5 +31,11 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/StaticRuntimeConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)
 
-# Installed programs find the installed library next to them, without LD_LIBRARY_PATH.
-set_target_properties(srt PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+# Installed programs find the installed library next to them, without LD_LIBRARY_PATH. In the pip
+# package (python/CMakeLists.txt, component `wheel`) srt sits in static_runtime/bin and the library
+# in static_runtime/lib.
+set(SRT_SRT_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+if(NOT CMAKE_INSTALL_LIBDIR STREQUAL "lib")
+  list(APPEND SRT_SRT_INSTALL_RPATH "$ORIGIN/../lib")
+endif()
+set_target_properties(srt PROPERTIES INSTALL_RPATH "${SRT_SRT_INSTALL_RPATH}")

@@ -9,6 +9,7 @@ PACKAGES=(
   libdnnl-dev libopenblas-dev libfmt-dev libsleef-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-pytest python3-numpy python3-matplotlib
+  python3-pip python3-setuptools python3-venv python3-distributed
   python3-torchvision python3-torchaudio
   clang libclang-rt-14-dev
 )

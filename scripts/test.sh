@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh -DSRT_BUILD_BENCHMARKS=ON
+# Explicit ON: scripts/run.sh may have configured the same build directory with tests off.
+bash scripts/build.sh -DSRT_BUILD_TESTS=ON -DSRT_BUILD_BENCHMARKS=ON
 cd "${SRT_BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 1800 "$@"

@@ -14,6 +14,9 @@
 #ifndef SRT_PYTHON_BUILD_DIR
 #error "SRT_PYTHON_BUILD_DIR must name <build>/python (see CMakeLists.txt)"
 #endif
+#ifndef SRT_PYTHON_INSTALL_SITE  // python/CMakeLists.txt: where cmake --install puts the package
+#define SRT_PYTHON_INSTALL_SITE "lib/python3/dist-packages"
+#endif
 
 namespace srt::cli {
 namespace {
@@ -92,8 +95,8 @@ std::vector<std::string> pythonPackageCandidates() {
   }
   std::filesystem::path exe_dir = executableDir();
   if (!exe_dir.empty()) {
-    candidates.push_back(
-        (exe_dir / ".." / "lib" / "python3" / "dist-packages").lexically_normal().string());
+    // Relative to the prefix, or absolute (then operator/ keeps it as it is).
+    candidates.push_back((exe_dir / ".." / SRT_PYTHON_INSTALL_SITE).lexically_normal().string());
   }
   candidates.emplace_back(SRT_PYTHON_BUILD_DIR);
   return candidates;

@@ -9,7 +9,8 @@
 namespace srt::cli {
 
 // Where the package `static_runtime` is looked for, in order: $SRT_PYTHONPATH, an installed copy
-// (<exe>/../lib/python3/dist-packages), the build tree srt was built in.
+// (<exe>/../lib/python3.X/dist-packages, or SRT_PYTHON_INSTALL_DIR's directory), the build tree
+// srt was built in.
 std::vector<std::string> pythonPackageCandidates();
 
 // Replaces this process with `python3 -m <module> <args...>` (PYTHONPATH set to the package).
