@@ -27,6 +27,7 @@ struct Config {
   bool batch_first;
   bool initial_state; // h0 (and c0) as inputs, else zeros made in the graph
   bool bias;
+  int64_t hidden = kHidden;
 };
 
 int64_t gates(const std::string& op) {
@@ -37,18 +38,18 @@ int64_t gates(const std::string& op) {
 c10::List<at::Tensor> flatWeights(const Config& c, at::ScalarType dtype = at::kFloat) {
   c10::List<at::Tensor> params;
   const int64_t directions = c.bidirectional ? 2 : 1;
-  const double bound = 1.0 / std::sqrt(static_cast<double>(kHidden));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(c.hidden));
   const auto uniform = [&](at::IntArrayRef shape) {
     return (torch::rand(shape) * (2 * bound) - bound).to(dtype);
   };
   for (int64_t layer = 0; layer < c.layers; ++layer) {
-    const int64_t input = layer == 0 ? kInputSize : directions * kHidden;
+    const int64_t input = layer == 0 ? kInputSize : directions * c.hidden;
     for (int64_t d = 0; d < directions; ++d) {
-      params.push_back(uniform({gates(c.op) * kHidden, input}));
-      params.push_back(uniform({gates(c.op) * kHidden, kHidden}));
+      params.push_back(uniform({gates(c.op) * c.hidden, input}));
+      params.push_back(uniform({gates(c.op) * c.hidden, c.hidden}));
       if (c.bias) {
-        params.push_back(uniform({gates(c.op) * kHidden}));
-        params.push_back(uniform({gates(c.op) * kHidden}));
+        params.push_back(uniform({gates(c.op) * c.hidden}));
+        params.push_back(uniform({gates(c.op) * c.hidden}));
       }
     }
   }
@@ -74,9 +75,9 @@ torch::jit::Module recurrentModule(const Config& c, bool train = false, double d
   } else {
     src << "def forward(self, x):\n"
         << "    h0 = torch.zeros([" << states << ", x.size(" << (c.batch_first ? 0 : 1) << "), "
-        << kHidden << "])\n"
+        << c.hidden << "])\n"
         << "    c0 = torch.zeros([" << states << ", x.size(" << (c.batch_first ? 0 : 1) << "), "
-        << kHidden << "])\n";
+        << c.hidden << "])\n";
   }
   src << "    return torch." << c.op << "(x, " << hx << tail << "\n";
   module.define(src.str());
@@ -90,8 +91,8 @@ InputSet sequence(const Config& c, int64_t batch, int64_t steps) {
   std::vector<c10::IValue> args{c.batch_first ? torch::randn({batch, steps, kInputSize})
                                               : torch::randn({steps, batch, kInputSize})};
   if (c.initial_state) {
-    args.emplace_back(torch::randn({states, batch, kHidden}));
-    args.emplace_back(torch::randn({states, batch, kHidden}));
+    args.emplace_back(torch::randn({states, batch, c.hidden}));
+    args.emplace_back(torch::randn({states, batch, c.hidden}));
   }
   return {args, {}};
 }
@@ -133,6 +134,22 @@ TEST(RecurrentLayersShapes, DeepWideAndStridedInput) {
     InputSet strided = sequence(c, 2, 9);
     strided.args[0] = torch::randn({2, 9, kInputSize}).transpose(0, 1);
     expectMatchesJit(module, {sequence(c, 1, 40), strided}, {}, 1e-5);
+  }
+}
+
+// Directions on two threads: a hidden state wide enough for the cost model to split, batch 2
+// (row products) and 12 (the GEMM).
+TEST(RecurrentLayersShapes, DirectionsInParallel) {
+  struct TwoThreads {
+    int previous = at::get_num_threads();
+    TwoThreads() { at::set_num_threads(2); }
+    ~TwoThreads() { at::set_num_threads(previous); }
+  } two_threads;
+  for (const std::string op : {"lstm", "gru", "rnn_relu"}) {
+    Config c{op, 2, true, true, true, true};
+    c.hidden = 128;
+    SCOPED_TRACE(describe(c));
+    expectMatchesJit(recurrentModule(c), {sequence(c, 2, 30), sequence(c, 12, 9)}, {}, 1e-5);
   }
 }
 
