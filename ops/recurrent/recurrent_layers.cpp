@@ -1,6 +1,7 @@
 #include "ops/recurrent/recurrent_layers.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include <ATen/Parallel.h>
 #include <cblas.h>
@@ -27,6 +28,7 @@ struct ScratchLayout {
   size_t layer_out[2] = {0, 0}; // hidden states of the layers below the last, alternating
   size_t hidden_proj = 0;       // per direction [batch, padded gate width]: one step's h @ w_hh^T
   size_t hidden_proj_bytes = 0; // of one direction
+  size_t h_state = 0;           // per direction [batch, hidden]: the running hidden state
   size_t zeros = 0;             // [batch, hidden] zeros: the initial state when none is given
   size_t bytes = 0;
 };
@@ -47,6 +49,8 @@ ScratchLayout layoutFor(const RecurrentWeights& w, int64_t steps, int64_t batch)
   s.hidden_proj = offset; // one per direction: the directions may run on two threads
   s.hidden_proj_bytes = floatBytes(batch * w.paddedGateWidth());
   offset += directions * s.hidden_proj_bytes;
+  s.h_state = offset;
+  offset += directions * floatBytes(batch * w.hidden);
   s.zeros = offset;
   offset += floatBytes(batch * w.hidden);
   s.bytes = offset;
@@ -74,9 +78,12 @@ void projectInputs(const LayerWeights& lw, const float* x, int64_t rows, int64_t
 }
 
 // One direction of one layer over every step: hidden projection, then the gates per batch row.
-// Writes its `hidden` columns of layer_out's rows, its state of h_n and c_n.
+// Writes its `hidden` columns of layer_out's rows, its state of h_n and c_n. The hidden state
+// runs in h_state ([batch, hidden], contiguous whatever the row order), so that a packed
+// sequence's finished rows keep their last state and its rows that start late (in the reverse
+// direction) start from h0.
 void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t layer, int64_t d,
-                  const float* projections, float* layer_out, float* hidden_proj,
+                  const float* projections, float* layer_out, float* hidden_proj, float* h_state,
                   const float* zeros) {
   const LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
   const DirectionWeights& dw = lw.directions[static_cast<size_t>(d)];
@@ -88,9 +95,16 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
   const int64_t padded_width = w.paddedGateWidth();
   const int64_t proj_width = directions * gate_width;
   const int64_t out_width = directions * hidden;
-  // Row of (step t, batch entry b) in the input, projection and output orders.
+  // Row of (step t, batch entry b) in the input, projection and output orders: padded
+  // [steps, batch] or [batch, steps]; packed, the steps' rows one after another.
   const int64_t step_stride = call.batch_first ? 1 : batch;
   const int64_t batch_stride = call.batch_first ? steps : 1;
+  int64_t packed_offset = 0; // rows of the steps before t (packed, forward) or up to t (reverse)
+  if (call.batch_sizes != nullptr && d == 1) {
+    for (int64_t t = 0; t < steps; ++t) {
+      packed_offset += call.batch_sizes[t];
+    }
+  }
   const int64_t state = layer * directions + d;
   const float* bias = dw.bias.data_ptr<float>();
   const float* bias_hn = dw.bias_hn.defined() ? dw.bias_hn.data_ptr<float>() : nullptr;
@@ -100,22 +114,34 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
     c = call.c_n + state * batch * hidden;
     std::copy_n(call.c0 != nullptr ? call.c0 + state * batch * hidden : zeros, batch * hidden, c);
   }
-  // The previous hidden state: h0's rows first, then the last step's output rows.
-  const float* h_prev = call.h0 != nullptr ? call.h0 + state * batch * hidden : zeros;
-  int64_t h_prev_ld = hidden;
+  std::copy_n(call.h0 != nullptr ? call.h0 + state * batch * hidden : zeros, batch * hidden,
+              h_state);
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = d == 0 ? i : steps - 1 - i;
-    if (batch <= kMaxRowsPerRowProducts) {
-      for (int64_t b = 0; b < batch; ++b) {
-        rowTimesBlocks(h_prev + b * h_prev_ld, w_hh_blocked, hidden, padded_width,
+    int64_t active = batch;
+    int64_t first_row = t * step_stride;
+    if (call.batch_sizes != nullptr) {
+      active = call.batch_sizes[t];
+      if (d == 1) {
+        packed_offset -= active;
+      }
+      first_row = packed_offset;
+      if (d == 0) {
+        packed_offset += active;
+      }
+    }
+    const int64_t row_stride = call.batch_sizes != nullptr ? 1 : batch_stride;
+    if (active <= kMaxRowsPerRowProducts) {
+      for (int64_t b = 0; b < active; ++b) {
+        rowTimesBlocks(h_state + b * hidden, w_hh_blocked, hidden, padded_width,
                        hidden_proj + b * padded_width);
       }
     } else {
-      gemmTransposedWeight(batch, gate_width, hidden, h_prev, h_prev_ld, dw.w_hh.data_ptr<float>(),
+      gemmTransposedWeight(active, gate_width, hidden, h_state, hidden, dw.w_hh.data_ptr<float>(),
                            hidden_proj, padded_width);
     }
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t row = t * step_stride + b * batch_stride;
+    for (int64_t b = 0; b < active; ++b) {
+      const int64_t row = first_row + b * row_stride;
       const float* x_proj = projections + row * proj_width + d * gate_width;
       const float* h_proj = hidden_proj + b * padded_width;
       float* h = layer_out + row * out_width + d * hidden;
@@ -124,21 +150,18 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
         lstmGates(x_proj, h_proj, bias, c + b * hidden, h, hidden);
         break;
       case RecurrentMode::kGru:
-        gruGates(x_proj, h_proj, bias, bias_hn, h_prev + b * h_prev_ld, h, hidden);
+        gruGates(x_proj, h_proj, bias, bias_hn, h_state + b * hidden, h, hidden);
         break;
       case RecurrentMode::kRnnTanh:
       case RecurrentMode::kRnnRelu:
         rnnGates(x_proj, h_proj, bias, h, hidden, w.mode == RecurrentMode::kRnnRelu);
         break;
       }
+      std::copy_n(h, hidden, h_state + b * hidden);
     }
-    h_prev = layer_out + t * step_stride * out_width + d * hidden;
-    h_prev_ld = batch_stride * out_width;
   }
   if (call.h_n != nullptr) {
-    for (int64_t b = 0; b < batch; ++b) {
-      std::copy_n(h_prev + b * h_prev_ld, hidden, call.h_n + (state * batch + b) * hidden);
-    }
+    std::copy_n(h_state, batch * hidden, call.h_n + state * batch * hidden);
   }
 }
 
@@ -171,7 +194,10 @@ void runRecurrent(const RecurrentWeights& w, const RecurrentCall& call, void* sc
     float* layer_out = layer == layers - 1
                            ? call.output
                            : reinterpret_cast<float*>(scratch + s.layer_out[layer % 2]);
-    const int64_t rows = call.steps * call.batch;
+    int64_t rows = call.steps * call.batch;
+    if (call.batch_sizes != nullptr) {
+      rows = std::accumulate(call.batch_sizes, call.batch_sizes + call.steps, int64_t{0});
+    }
     if (!project || !project(layer, layer_in, rows, projections)) {
       projectInputs(lw, layer_in, rows, directions * w.gateWidth(), projections);
     }
@@ -179,7 +205,9 @@ void runRecurrent(const RecurrentWeights& w, const RecurrentCall& call, void* sc
       for (int64_t d = begin; d < end; ++d) {
         float* hidden_proj = reinterpret_cast<float*>(scratch + s.hidden_proj +
                                                       static_cast<size_t>(d) * s.hidden_proj_bytes);
-        runDirection(w, call, layer, d, projections, layer_out, hidden_proj, zeros);
+        float* h_state = reinterpret_cast<float*>(
+            scratch + s.h_state + static_cast<size_t>(d) * floatBytes(call.batch * w.hidden));
+        runDirection(w, call, layer, d, projections, layer_out, hidden_proj, h_state, zeros);
       }
     };
     if (split) {

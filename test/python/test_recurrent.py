@@ -1,7 +1,7 @@
 """nn.LSTM / nn.GRU / nn.RNN and their cells as users write them, through static_runtime against
-eager PyTorch: the recurrent kernels (ops/recurrent/) take the padded-input layers and the cells;
-what they do not take (an LSTM with proj_size, packed sequences) runs ATen's op with the same
-results. Two input shapes, each run twice.
+eager PyTorch: the recurrent kernels (ops/recurrent/) take the layers on padded input and on
+packed sequences, and the cells; what they do not take (an LSTM with proj_size) runs ATen's op
+with the same results. Two input shapes, each run twice.
 """
 
 from typing import List, Tuple
@@ -96,10 +96,10 @@ def test_lstm_with_projection_runs_aten() -> None:
          [(torch.randn(1, 7, 10),), (torch.randn(3, 4, 10),)])
 
 
-def test_packed_sequence_runs_aten() -> None:
+def test_packed_sequence_runs_our_kernel() -> None:
     torch.manual_seed(3)
     _run(Packed(), [(torch.randn(3, 5, 8), torch.tensor([5, 2, 4])),
-                    (torch.randn(2, 6, 8), torch.tensor([3, 6]))])
+                    (torch.randn(2, 6, 8), torch.tensor([3, 6]))], "aten::lstm")
 
 
 def test_cell_in_a_loop() -> None:

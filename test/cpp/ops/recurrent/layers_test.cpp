@@ -153,6 +153,45 @@ TEST(RecurrentLayersShapes, DirectionsInParallel) {
   }
 }
 
+// The packed-sequence overloads (pack_padded_sequence's data and batch sizes): sequences
+// ending at different steps keep their own last state in h_n and c_n; in the reverse direction
+// each starts at its own last step from h0. Batch 3 and, after it, 10 (the GEMM).
+class PackedSequences : public ::testing::TestWithParam<std::tuple<std::string, int64_t, bool>> {};
+
+TEST_P(PackedSequences, MatchesJit) {
+  const auto& [op, layers, bidirectional] = GetParam();
+  const Config c{op, layers, bidirectional, false, true, true};
+  SCOPED_TRACE(describe(c));
+  torch::jit::Module module("PackedModule");
+  module.register_attribute("params", c10::ListType::ofTensors(), flatWeights(c));
+  const std::string hx = op == "lstm" ? "[h0, c0]" : "h0";
+  module.define("def forward(self, data, batch_sizes, h0, c0):\n    return torch." + op +
+                "(data, batch_sizes, " + hx + ", self.params, True, " + std::to_string(layers) +
+                ", 0.0, False, " + pyBool(bidirectional) + ")\n");
+  module.eval();
+  const int64_t states = layers * (bidirectional ? 2 : 1);
+  const auto packed = [&](std::vector<int64_t> batch_sizes) {
+    int64_t rows = 0;
+    for (int64_t b : batch_sizes) {
+      rows += b;
+    }
+    const int64_t batch = batch_sizes.front();
+    return InputSet{{torch::randn({rows, kInputSize}), torch::tensor(batch_sizes, torch::kLong),
+                     torch::randn({states, batch, c.hidden}),
+                     torch::randn({states, batch, c.hidden})},
+                    {}};
+  };
+  expectMatchesJit(module, {packed({3, 3, 2, 1, 1}), packed({10, 9, 9, 4, 2, 1}), packed({1})}, {},
+                   1e-5);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.at("aten::" + op), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, PackedSequences,
+                         ::testing::Combine(::testing::Values("lstm", "gru", "rnn_tanh",
+                                                              "rnn_relu"),
+                                            ::testing::Values(1, 2), ::testing::Bool()));
+
 // Dropout between layers in training draws random numbers: ATen's op runs the node.
 TEST(RecurrentLayersDecline, TrainingWithDropout) {
   const Config c{"lstm", 2, false, false, true, true};
