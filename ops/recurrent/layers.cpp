@@ -7,6 +7,8 @@
 // not constants, or that trains with dropout, runs ATen's op; so does a call the kernel does not
 // take (another dtype, a hidden state of the wrong shape, invalid batch sizes: ATen's errors).
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -68,7 +70,8 @@ public:
     const at::Tensor& x = p.input(kInput).toTensor();
     const int64_t input_size = w.layers.front().input_size;
     recurrent::RecurrentCall call;
-    std::vector<int64_t> out_sizes;
+    std::array<int64_t, 3> out_sizes{};
+    size_t out_dims = 3;
     int64_t rows = 0;
     if (packed_) {
       // data [rows, input_size], batch_sizes [steps] int64: non-increasing, positive, summing
@@ -85,7 +88,8 @@ public:
       call.steps = batch_sizes.numel();
       call.batch = call.batch_sizes[0];
       rows = x.size(0);
-      out_sizes = {rows, w.numDirections() * w.hidden};
+      out_sizes = {rows, w.numDirections() * w.hidden, 0};
+      out_dims = 2;
     } else {
       if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.dim() != 3 || x.size(2) != input_size ||
           x.size(0) == 0 || x.size(1) == 0) {
@@ -119,7 +123,8 @@ public:
       return;
     }
     const at::Tensor input = x.contiguous();
-    at::Tensor& out = contiguousOutput(p, 0, out_sizes, x.options());
+    at::Tensor& out =
+        contiguousOutput(p, 0, at::IntArrayRef(out_sizes.data(), out_dims), x.options());
     at::Tensor& h_n = contiguousOutput(p, 1, {states, call.batch, w.hidden}, x.options());
     call.input = input.data_ptr<float>();
     call.h0 = h0->data_ptr<float>();
@@ -147,20 +152,21 @@ public:
     }
     const size_t loop_bytes = recurrent::recurrentScratchBytes(w, call.steps, call.batch);
     char* scratch = static_cast<char*>(p.scratch(loop_bytes + scratchpad_bytes));
-    recurrent::runRecurrent(
-        w, call, scratch, [&](int64_t layer, const float* in, int64_t, float* projections) {
-          const recurrent::LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
-          if (!lw.w_ih_packed) {
-            return false;
-          }
-          OneDnnGemmSlot& slot = state.projections[static_cast<size_t>(layer)];
-          const OneDnnThreads threads(multiply_adds(lw));
-          if (!slot.prepare(*lw.w_ih_packed, rows, false, threads)) {
-            return false;
-          }
-          slot.run(p, in, nullptr, projections, scratch + loop_bytes);
-          return true;
-        });
+    const auto project = [&](int64_t layer, const float* in, int64_t, float* projections) {
+      const recurrent::LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
+      if (!lw.w_ih_packed) {
+        return false;
+      }
+      OneDnnGemmSlot& slot = state.projections[static_cast<size_t>(layer)];
+      const OneDnnThreads threads(multiply_adds(lw));
+      if (!slot.prepare(*lw.w_ih_packed, rows, false, threads)) {
+        return false;
+      }
+      slot.run(p, in, nullptr, projections, scratch + loop_bytes);
+      return true;
+    };
+    // By reference: a std::function holding the lambda's captures would allocate per call.
+    recurrent::runRecurrent(w, call, scratch, std::ref(project));
   }
 
 private:

@@ -10,6 +10,7 @@
 
 #include "harness/differential.h"
 #include "harness/kernel_kinds.h"
+#include "memory/allocation_counter.h"
 
 namespace srt::testing {
 namespace {
@@ -191,6 +192,31 @@ INSTANTIATE_TEST_SUITE_P(EveryMode, PackedSequences,
                          ::testing::Combine(::testing::Values("lstm", "gru", "rnn_tanh",
                                                               "rnn_relu"),
                                             ::testing::Values(1, 2), ::testing::Bool()));
+
+// At fixed shapes, with the outputs managed too, runs after the first two allocate no tensor
+// memory: outputs in the planned arena, the loop's buffers and oneDNN's scratchpad in the node's
+// planned scratch.
+TEST(RecurrentLayersMemory, NothingAllocatedInSteadyState) {
+  for (const std::string op : {"lstm", "gru"}) {
+    const Config c{op, 2, true, true, true, true};
+    SCOPED_TRACE(describe(c));
+    StaticModuleOptions options;
+    options.manage_output_tensors = true;
+    StaticModule module(recurrentModule(c), options);
+    StaticRuntime runtime(module);
+    const InputSet inputs = sequence(c, 1, 6);
+    for (int run = 1; run <= 2; ++run) {
+      (void)runtime(inputs.args);
+      runtime.deallocateOutputTensors();
+    }
+    AllocationCounter counter;
+    for (int run = 3; run <= 20; ++run) {
+      (void)runtime(inputs.args);
+      runtime.deallocateOutputTensors();
+    }
+    EXPECT_EQ(counter.allocations(), 0u);
+  }
+}
 
 // Dropout between layers in training draws random numbers: ATen's op runs the node.
 TEST(RecurrentLayersDecline, TrainingWithDropout) {
