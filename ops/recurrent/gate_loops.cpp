@@ -11,6 +11,8 @@ namespace srt::ops::recurrent {
 #define SRT_DECLARE_GATE_LOOPS(capability)                                                         \
   namespace capability {                                                                           \
   void rowTimesBlocksLoop(const float* x, const float* w, int64_t k, int64_t n, float* y);         \
+  void rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,   \
+                           int64_t n, float* y, int64_t ldy);                                      \
   void lstmGatesLoop(const float* x_proj, const float* h_proj, const float* bias, float* c,        \
                      float* h, int64_t hidden);                                                    \
   void gruGatesLoop(const float* x_proj, const float* h_proj, const float* bias,                   \
@@ -27,6 +29,7 @@ namespace {
 
 struct Loops {
   decltype(&DEFAULT::rowTimesBlocksLoop) row_times_blocks;
+  decltype(&DEFAULT::rowsTimesBlocksLoop) rows_times_blocks;
   decltype(&DEFAULT::lstmGatesLoop) lstm;
   decltype(&DEFAULT::gruGatesLoop) gru;
   decltype(&DEFAULT::rnnGatesLoop) rnn;
@@ -34,8 +37,8 @@ struct Loops {
 
 #define SRT_CAPABILITY_LOOPS(capability)                                                           \
   Loops {                                                                                          \
-    capability::rowTimesBlocksLoop, capability::lstmGatesLoop, capability::gruGatesLoop,           \
-        capability::rnnGatesLoop                                                                   \
+    capability::rowTimesBlocksLoop, capability::rowsTimesBlocksLoop, capability::lstmGatesLoop,    \
+        capability::gruGatesLoop, capability::rnnGatesLoop                                         \
   }
 
 const Loops& loops() {
@@ -57,6 +60,11 @@ const Loops& loops() {
 
 void rowTimesBlocks(const float* x, const float* w_blocked, int64_t k, int64_t n, float* y) {
   loops().row_times_blocks(x, w_blocked, k, n, y);
+}
+
+void rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_blocked, int64_t k,
+                     int64_t n, float* y, int64_t ldy) {
+  loops().rows_times_blocks(x, ldx, rows, w_blocked, k, n, y, ldy);
 }
 
 void lstmGates(const float* x_proj, const float* h_proj, const float* bias, float* c, float* h,

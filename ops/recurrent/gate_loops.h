@@ -18,6 +18,12 @@ constexpr int64_t kColumnBlock = 64;
 // streaming it from L2, so the layout is chosen for that.
 void rowTimesBlocks(const float* x, const float* w_blocked, int64_t k, int64_t n, float* y);
 
+// The same for `rows` rows of x (leading dimension ldx) into rows of y (leading dimension ldy),
+// four at a time: each weight vector is loaded once for four rows, which at batch > 1 makes the
+// product compute-bound rather than bound by streaming the weight.
+void rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_blocked, int64_t k,
+                     int64_t n, float* y, int64_t ldy);
+
 // LSTM (PyTorch's gate order i, f, g, o), for one row of `hidden` units: pre-activations are
 // x_proj + h_proj + bias (4 * hidden each); c is updated in place, h written.
 void lstmGates(const float* x_proj, const float* h_proj, const float* bias, float* c, float* h,

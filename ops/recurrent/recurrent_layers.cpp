@@ -14,9 +14,11 @@ namespace srt::ops::recurrent {
 
 namespace {
 
-// Up to this batch a step's hidden projection is one single-row product per row: each reads the
-// packed weight from L2 again, which costs less than cblas_sgemm packing it per call.
-constexpr int64_t kMaxRowsPerRowProducts = 8;
+// Up to this batch a step's hidden projection runs on the packed weight, four rows per pass over
+// it (ops/recurrent/gate_loops.h); cblas_sgemm, which packs the weight again on every call, was
+// no faster per row up to batch 64 at hidden 128 (about 3 us per row and step either way before
+// the four-row kernel).
+constexpr int64_t kMaxRowsPerRowProducts = 64;
 
 size_t floatBytes(int64_t count) {
   return (static_cast<size_t>(count) * sizeof(float) + 63) / 64 * 64;
@@ -131,11 +133,11 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
       }
     }
     const int64_t row_stride = call.batch_sizes != nullptr ? 1 : batch_stride;
-    if (active <= kMaxRowsPerRowProducts) {
-      for (int64_t b = 0; b < active; ++b) {
-        rowTimesBlocks(h_state + b * hidden, w_hh_blocked, hidden, padded_width,
-                       hidden_proj + b * padded_width);
-      }
+    if (active == 1) {
+      rowTimesBlocks(h_state, w_hh_blocked, hidden, padded_width, hidden_proj);
+    } else if (active <= kMaxRowsPerRowProducts) {
+      rowsTimesBlocks(h_state, hidden, active, w_hh_blocked, hidden, padded_width, hidden_proj,
+                      padded_width);
     } else {
       gemmTransposedWeight(active, gate_width, hidden, h_state, hidden, dw.w_hh.data_ptr<float>(),
                            hidden_proj, padded_width);

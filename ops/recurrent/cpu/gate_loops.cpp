@@ -43,6 +43,65 @@ void rowTimesBlocksLoop(const float* x, const float* w, int64_t k, int64_t n, fl
 
 namespace {
 
+// R rows of x (leading dimension ldx) times the packed weight, V vectors of columns at a time:
+// R * V accumulators (8 or more, so consecutive rows of the weight do not wait on each other's
+// FMA), each weight vector loaded once for all R rows.
+template <int R, int V>
+void rowsTimesBlocks(const float* x, int64_t ldx, const float* w, int64_t k, int64_t n, float* y,
+                     int64_t ldy) {
+  constexpr int64_t kWidth = Vec::size();
+  for (int64_t j = 0; j < n; j += kColumnBlock) {
+    const float* block = w + j * k;
+    for (int64_t c = 0; c < kColumnBlock; c += V * kWidth) {
+      Vec acc[R][V];
+      for (int r = 0; r < R; ++r) {
+        for (int v = 0; v < V; ++v) {
+          acc[r][v] = Vec(0.f);
+        }
+      }
+      for (int64_t i = 0; i < k; ++i) {
+        const float* row = block + i * kColumnBlock + c;
+        Vec weights[V];
+        for (int v = 0; v < V; ++v) {
+          weights[v] = Vec::loadu(row + v * kWidth);
+        }
+        for (int r = 0; r < R; ++r) {
+          const Vec xi(x[r * ldx + i]);
+          for (int v = 0; v < V; ++v) {
+            acc[r][v] = at::vec::fmadd(xi, weights[v], acc[r][v]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int v = 0; v < V; ++v) {
+          acc[r][v].store(y + r * ldy + j + c + v * kWidth);
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+void rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,
+                         int64_t n, float* y, int64_t ldy) {
+  // 4 rows x 2 vectors, then a pair as 2 x 4 vectors, then a single row as 1 x 8 (AVX2 widths).
+  constexpr int kHalfBlock = static_cast<int>(kColumnBlock / Vec::size() / 2);
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    rowsTimesBlocks<4, kHalfBlock / 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+  }
+  if (r + 2 <= rows) {
+    rowsTimesBlocks<2, kHalfBlock>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+    r += 2;
+  }
+  if (r < rows) {
+    rowTimesBlocksLoop(x + r * ldx, w, k, n, y + r * ldy);
+  }
+}
+
+namespace {
+
 // f(offset, count) over [0, n) in vector steps, the tail as one partial step.
 template <typename F> inline void overVectors(int64_t n, const F& f) {
   constexpr int64_t kWidth = Vec::size();
@@ -95,9 +154,8 @@ void gruGatesLoop(const float* x_proj, const float* h_proj, const float* bias, c
     const Vec reset = sigmoidFormula(preActivation(x_proj, h_proj, bias, hidden, 0, i, count));
     const Vec update = sigmoidFormula(preActivation(x_proj, h_proj, bias, hidden, 1, i, count));
     const int64_t at = 2 * hidden + i;
-    const Vec candidate =
-        fastTanh(load(x_proj + at, count) + load(bias + at, count) +
-                    reset * (load(h_proj + at, count) + load(bias_hn + i, count)));
+    const Vec candidate = fastTanh(load(x_proj + at, count) + load(bias + at, count) +
+                                   reset * (load(h_proj + at, count) + load(bias_hn + i, count)));
     store(candidate + update * (load(h_prev + i, count) - candidate), h + i, count);
   });
 }
