@@ -362,11 +362,12 @@ std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& wei
   }
 }
 
-std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
-                                        int64_t m, bool has_bias, const OneDnnThreads& threads) {
+namespace {
+
+std::optional<size_t> prepareState(OneDnnGemmState& state, const OneDnnPackedWeight& weight,
+                                   int64_t m, bool has_bias, const OneDnnThreads& threads) {
   const PrimitiveKey key{
       m, threads.count(), 1.0, 0.0, has_bias ? AddendMode::kBias : AddendMode::kNone, PostOps{}};
-  auto& state = p.state<OneDnnGemmState>();
   if (!state.built || !(state.key == key)) {
     build(state, key, weight);
   }
@@ -374,6 +375,32 @@ std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeig
     return std::nullopt;
   }
   return state.scratchpad_bytes;
+}
+
+} // namespace
+
+std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
+                                        int64_t m, bool has_bias, const OneDnnThreads& threads) {
+  return prepareState(p.state<OneDnnGemmState>(), weight, m, has_bias, threads);
+}
+
+OneDnnGemmSlot::OneDnnGemmSlot() : state_(std::make_unique<OneDnnGemmState>()) {}
+OneDnnGemmSlot::~OneDnnGemmSlot() = default;
+OneDnnGemmSlot::OneDnnGemmSlot(OneDnnGemmSlot&&) noexcept = default;
+OneDnnGemmSlot& OneDnnGemmSlot::operator=(OneDnnGemmSlot&&) noexcept = default;
+
+std::optional<size_t> OneDnnGemmSlot::prepare(const OneDnnPackedWeight& weight, int64_t m,
+                                              bool has_bias, const OneDnnThreads& threads) {
+  return prepareState(static_cast<OneDnnGemmState&>(*state_), weight, m, has_bias, threads);
+}
+
+void OneDnnGemmSlot::run(ProcessedNode& p, const float* a, const float* bias, float* out,
+                         void* scratchpad) {
+  auto& state = static_cast<OneDnnGemmState&>(*state_);
+  TORCH_INTERNAL_ASSERT(state.built && state.supported, "OneDnnGemmSlot::run before prepare");
+  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratchpad_bytes == 0,
+                        "oneDNN GEMM without its scratchpad");
+  execute(state, p, a, bias, out, scratchpad);
 }
 
 void runOneDnnGemm(ProcessedNode& p, const float* a, const float* bias, float* out,

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "ops/core/kernel.h"
+#include "ops/core/processed_node.h"
 #include "ops/gemm/epilogue.h"
 #include "ops/gemm/problem.h"
 #include "ops/gemm/threads.h"
@@ -63,5 +64,23 @@ std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeig
                                         int64_t m, bool has_bias, const OneDnnThreads& threads);
 void runOneDnnGemm(ProcessedNode& p, const float* a, const float* bias, float* out,
                    void* scratchpad);
+
+// The same GEMM with its primitive kept where the kernel says, for kernels that run several
+// (one per layer of a recurrent network) and keep one slot each in their node state.
+class OneDnnGemmSlot {
+public:
+  OneDnnGemmSlot();
+  ~OneDnnGemmSlot();
+  OneDnnGemmSlot(OneDnnGemmSlot&&) noexcept;
+  OneDnnGemmSlot& operator=(OneDnnGemmSlot&&) noexcept;
+  // As prepareOneDnnGemm.
+  std::optional<size_t> prepare(const OneDnnPackedWeight& weight, int64_t m, bool has_bias,
+                                const OneDnnThreads& threads);
+  // As runOneDnnGemm, after prepare.
+  void run(ProcessedNode& p, const float* a, const float* bias, float* out, void* scratchpad);
+
+private:
+  std::unique_ptr<NodeState> state_;
+};
 
 } // namespace srt::ops

@@ -20,8 +20,6 @@ from torch import Tensor, nn
 # Why each op that is still a JIT fallback in some model remains one. The README's table prints
 # these; an op missing here makes --table fail, so every fallback has a stated reason.
 FALLBACK_REASONS = {
-    "aten::lstm": "recurrent layers run ATen's op: no out-variant kernel yet, issue [4/5]",
-    "aten::gru": "recurrent layers run ATen's op: no out-variant kernel yet, issue [4/5]",
     "aten::zeros": "initial RNN state of run-time size, once per call; [4/5]",
     "aten::conv1d": "1-D convolution runs ATen's op; [4/5]",
     "aten::conv3d": "3-D convolution runs ATen's op; [4/5]",

@@ -32,6 +32,11 @@ inline void applyFormula(float* out, int64_t n, const F& f, const Inputs*... in)
   }
 }
 
+// sigmoid, also applied inline by the recurrent gate loops (ops/recurrent/cpu/).
+inline Vec sigmoidFormula(Vec v) {
+  return ((Vec(0.f) - v).exp() + Vec(1.f)).reciprocal();
+}
+
 // Calls visit(f) with f the formula of `op` (a callable Vec -> Vec), its parameters bound: one
 // switch per call, and each formula's loop compiled on its own.
 template <typename Visit> inline void visitFormula(UnaryOp op, Params params, const Visit& visit) {
@@ -45,7 +50,7 @@ template <typename Visit> inline void visitFormula(UnaryOp op, Params params, co
   case UnaryOp::kRelu: // ATen: clamp_min(x, 0)
     return visit([=](Vec v) { return at::vec::clamp_min(v, zero); });
   case UnaryOp::kSigmoid:
-    return visit([=](Vec v) { return ((zero - v).exp() + one).reciprocal(); });
+    return visit([](Vec v) { return sigmoidFormula(v); });
   case UnaryOp::kTanh:
     return visit([](Vec v) { return v.tanh(); });
   case UnaryOp::kGelu: {

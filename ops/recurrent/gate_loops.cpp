@@ -1,0 +1,85 @@
+// Picks the capability build of ops/recurrent/cpu/gate_loops.cpp: the one the element-wise loops
+// run (vec::capability()), so both compute sigmoid and tanh with the same instructions.
+#include "ops/recurrent/gate_loops.h"
+
+#include <cstring>
+
+#include "ops/elementwise/vectorized_loops.h"
+
+namespace srt::ops::recurrent {
+
+#define SRT_DECLARE_GATE_LOOPS(capability)                                                         \
+  namespace capability {                                                                           \
+  void rowTimesBlocksLoop(const float* x, const float* w, int64_t k, int64_t n, float* y);         \
+  void rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,   \
+                           int64_t n, float* y, int64_t ldy);                                      \
+  void lstmGatesLoop(const float* x_proj, const float* h_proj, const float* bias, float* c,        \
+                     float* h, int64_t hidden);                                                    \
+  void gruGatesLoop(const float* x_proj, const float* h_proj, const float* bias,                   \
+                    const float* bias_hn, const float* h_prev, float* h, int64_t hidden);          \
+  void rnnGatesLoop(const float* x_proj, const float* h_proj, const float* bias, float* h,         \
+                    int64_t hidden, bool relu);                                                    \
+  }
+SRT_DECLARE_GATE_LOOPS(DEFAULT)
+SRT_DECLARE_GATE_LOOPS(AVX2)
+SRT_DECLARE_GATE_LOOPS(AVX512)
+#undef SRT_DECLARE_GATE_LOOPS
+
+namespace {
+
+struct Loops {
+  decltype(&DEFAULT::rowTimesBlocksLoop) row_times_blocks;
+  decltype(&DEFAULT::rowsTimesBlocksLoop) rows_times_blocks;
+  decltype(&DEFAULT::lstmGatesLoop) lstm;
+  decltype(&DEFAULT::gruGatesLoop) gru;
+  decltype(&DEFAULT::rnnGatesLoop) rnn;
+};
+
+#define SRT_CAPABILITY_LOOPS(capability)                                                           \
+  Loops {                                                                                          \
+    capability::rowTimesBlocksLoop, capability::rowsTimesBlocksLoop, capability::lstmGatesLoop,    \
+        capability::gruGatesLoop, capability::rnnGatesLoop                                         \
+  }
+
+const Loops& loops() {
+  static const Loops chosen = [] {
+    const char* name = vec::capability();
+    if (std::strcmp(name, "AVX512") == 0) {
+      return SRT_CAPABILITY_LOOPS(AVX512);
+    }
+    if (std::strcmp(name, "AVX2") == 0) {
+      return SRT_CAPABILITY_LOOPS(AVX2);
+    }
+    return SRT_CAPABILITY_LOOPS(DEFAULT);
+  }();
+  return chosen;
+}
+#undef SRT_CAPABILITY_LOOPS
+
+} // namespace
+
+void rowTimesBlocks(const float* x, const float* w_blocked, int64_t k, int64_t n, float* y) {
+  loops().row_times_blocks(x, w_blocked, k, n, y);
+}
+
+void rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_blocked, int64_t k,
+                     int64_t n, float* y, int64_t ldy) {
+  loops().rows_times_blocks(x, ldx, rows, w_blocked, k, n, y, ldy);
+}
+
+void lstmGates(const float* x_proj, const float* h_proj, const float* bias, float* c, float* h,
+               int64_t hidden) {
+  loops().lstm(x_proj, h_proj, bias, c, h, hidden);
+}
+
+void gruGates(const float* x_proj, const float* h_proj, const float* bias, const float* bias_hn,
+              const float* h_prev, float* h, int64_t hidden) {
+  loops().gru(x_proj, h_proj, bias, bias_hn, h_prev, h, hidden);
+}
+
+void rnnGates(const float* x_proj, const float* h_proj, const float* bias, float* h, int64_t hidden,
+              bool relu) {
+  loops().rnn(x_proj, h_proj, bias, h, hidden, relu);
+}
+
+} // namespace srt::ops::recurrent

@@ -1,0 +1,265 @@
+// aten::lstm / gru / rnn_tanh / rnn_relu (ops/recurrent/layers.cpp) against the JIT: every mode,
+// 1 and 2 layers, one and two directions, batch first or not, initial states given or zeros made
+// in the graph, with and without biases; batch 1 (the single-row product) and batch 3 (the GEMM),
+// each input set run twice. Then what runs ATen's op instead.
+#include <sstream>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+#include "memory/allocation_counter.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+constexpr int64_t kInputSize = 6;
+// Not a multiple of a vector (the gate loops' tails) and more than one column block of gates.
+constexpr int64_t kHidden = 20;
+
+struct Config {
+  std::string op; // lstm, gru, rnn_tanh, rnn_relu
+  int64_t layers;
+  bool bidirectional;
+  bool batch_first;
+  bool initial_state; // h0 (and c0) as inputs, else zeros made in the graph
+  bool bias;
+  int64_t hidden = kHidden;
+};
+
+int64_t gates(const std::string& op) {
+  return op == "lstm" ? 4 : op == "gru" ? 3 : 1;
+}
+
+// PyTorch's flat weight list: per layer and direction w_ih, w_hh[, b_ih, b_hh].
+c10::List<at::Tensor> flatWeights(const Config& c, at::ScalarType dtype = at::kFloat) {
+  c10::List<at::Tensor> params;
+  const int64_t directions = c.bidirectional ? 2 : 1;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(c.hidden));
+  const auto uniform = [&](at::IntArrayRef shape) {
+    return (torch::rand(shape) * (2 * bound) - bound).to(dtype);
+  };
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    const int64_t input = layer == 0 ? kInputSize : directions * c.hidden;
+    for (int64_t d = 0; d < directions; ++d) {
+      params.push_back(uniform({gates(c.op) * c.hidden, input}));
+      params.push_back(uniform({gates(c.op) * c.hidden, c.hidden}));
+      if (c.bias) {
+        params.push_back(uniform({gates(c.op) * c.hidden}));
+        params.push_back(uniform({gates(c.op) * c.hidden}));
+      }
+    }
+  }
+  return params;
+}
+
+std::string pyBool(bool b) {
+  return b ? "True" : "False";
+}
+
+torch::jit::Module recurrentModule(const Config& c, bool train = false, double dropout = 0.0,
+                                   at::ScalarType dtype = at::kFloat) {
+  torch::jit::Module module("RecurrentModule");
+  module.register_attribute("params", c10::ListType::ofTensors(), flatWeights(c, dtype));
+  const int64_t states = c.layers * (c.bidirectional ? 2 : 1);
+  std::ostringstream src;
+  const std::string hx = c.op == "lstm" ? "[h0, c0]" : "h0";
+  const std::string tail = ", self.params, " + pyBool(c.bias) + ", " + std::to_string(c.layers) +
+                           ", " + std::to_string(dropout) + ", " + pyBool(train) + ", " +
+                           pyBool(c.bidirectional) + ", " + pyBool(c.batch_first) + ")";
+  if (c.initial_state) {
+    src << "def forward(self, x, h0, c0):\n";
+  } else {
+    src << "def forward(self, x):\n"
+        << "    h0 = torch.zeros([" << states << ", x.size(" << (c.batch_first ? 0 : 1) << "), "
+        << c.hidden << "])\n"
+        << "    c0 = torch.zeros([" << states << ", x.size(" << (c.batch_first ? 0 : 1) << "), "
+        << c.hidden << "])\n";
+  }
+  src << "    return torch." << c.op << "(x, " << hx << tail << "\n";
+  module.define(src.str());
+  module.eval();
+  return module;
+}
+
+// Sequence input for `batch` x `steps`, with initial states when the config takes them.
+InputSet sequence(const Config& c, int64_t batch, int64_t steps) {
+  const int64_t states = c.layers * (c.bidirectional ? 2 : 1);
+  std::vector<c10::IValue> args{c.batch_first ? torch::randn({batch, steps, kInputSize})
+                                              : torch::randn({steps, batch, kInputSize})};
+  if (c.initial_state) {
+    args.emplace_back(torch::randn({states, batch, c.hidden}));
+    args.emplace_back(torch::randn({states, batch, c.hidden}));
+  }
+  return {args, {}};
+}
+
+std::string describe(const Config& c) {
+  std::ostringstream s;
+  s << c.op << " layers=" << c.layers << " bidirectional=" << c.bidirectional
+    << " batch_first=" << c.batch_first << " initial_state=" << c.initial_state
+    << " bias=" << c.bias;
+  return s.str();
+}
+
+class RecurrentLayers
+    : public ::testing::TestWithParam<std::tuple<std::string, int64_t, bool, bool, bool, bool>> {};
+
+TEST_P(RecurrentLayers, MatchesJit) {
+  const auto& [op, layers, bidirectional, batch_first, initial_state, bias] = GetParam();
+  const Config c{op, layers, bidirectional, batch_first, initial_state, bias};
+  SCOPED_TRACE(describe(c));
+  const torch::jit::Module module = recurrentModule(c);
+  expectMatchesJit(module, {sequence(c, 1, 5), sequence(c, 3, 4)}, {}, 1e-5);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.at("aten::" + op), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryMode, RecurrentLayers,
+    ::testing::Combine(::testing::Values("lstm", "gru", "rnn_tanh", "rnn_relu"),
+                       ::testing::Values(1, 2), ::testing::Bool(), ::testing::Bool(),
+                       ::testing::Bool(), ::testing::Bool()));
+
+// Three layers use both intermediate buffers; a long sequence, a non-contiguous input, a large
+// batch.
+TEST(RecurrentLayersShapes, DeepWideAndStridedInput) {
+  for (const std::string op : {"lstm", "gru"}) {
+    const Config c{op, 3, true, false, true, true};
+    SCOPED_TRACE(describe(c));
+    const torch::jit::Module module = recurrentModule(c);
+    InputSet strided = sequence(c, 2, 9);
+    strided.args[0] = torch::randn({2, 9, kInputSize}).transpose(0, 1);
+    // Batch 70: past the packed-weight row products, cblas_sgemm per step.
+    expectMatchesJit(module, {sequence(c, 1, 40), strided, sequence(c, 70, 3)}, {}, 1e-5);
+  }
+}
+
+// Directions on two threads: a hidden state wide enough for the cost model to split, batch 2
+// (row products) and 12 (the GEMM).
+TEST(RecurrentLayersShapes, DirectionsInParallel) {
+  struct TwoThreads {
+    int previous = at::get_num_threads();
+    TwoThreads() { at::set_num_threads(2); }
+    ~TwoThreads() { at::set_num_threads(previous); }
+  } two_threads;
+  for (const std::string op : {"lstm", "gru", "rnn_relu"}) {
+    Config c{op, 2, true, true, true, true};
+    c.hidden = 128;
+    SCOPED_TRACE(describe(c));
+    expectMatchesJit(recurrentModule(c), {sequence(c, 2, 30), sequence(c, 12, 9)}, {}, 1e-5);
+  }
+}
+
+// The packed-sequence overloads (pack_padded_sequence's data and batch sizes): sequences
+// ending at different steps keep their own last state in h_n and c_n; in the reverse direction
+// each starts at its own last step from h0. Batch 3 and, after it, 10 (the GEMM).
+class PackedSequences : public ::testing::TestWithParam<std::tuple<std::string, int64_t, bool>> {};
+
+TEST_P(PackedSequences, MatchesJit) {
+  const auto& [op, layers, bidirectional] = GetParam();
+  const Config c{op, layers, bidirectional, false, true, true};
+  SCOPED_TRACE(describe(c));
+  torch::jit::Module module("PackedModule");
+  module.register_attribute("params", c10::ListType::ofTensors(), flatWeights(c));
+  const std::string hx = op == "lstm" ? "[h0, c0]" : "h0";
+  module.define("def forward(self, data, batch_sizes, h0, c0):\n    return torch." + op +
+                "(data, batch_sizes, " + hx + ", self.params, True, " + std::to_string(layers) +
+                ", 0.0, False, " + pyBool(bidirectional) + ")\n");
+  module.eval();
+  const int64_t states = layers * (bidirectional ? 2 : 1);
+  const auto packed = [&](std::vector<int64_t> batch_sizes) {
+    int64_t rows = 0;
+    for (int64_t b : batch_sizes) {
+      rows += b;
+    }
+    const int64_t batch = batch_sizes.front();
+    return InputSet{{torch::randn({rows, kInputSize}), torch::tensor(batch_sizes, torch::kLong),
+                     torch::randn({states, batch, c.hidden}),
+                     torch::randn({states, batch, c.hidden})},
+                    {}};
+  };
+  expectMatchesJit(module, {packed({3, 3, 2, 1, 1}), packed({10, 9, 9, 4, 2, 1}), packed({1})}, {},
+                   1e-5);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.at("aten::" + op), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, PackedSequences,
+                         ::testing::Combine(::testing::Values("lstm", "gru", "rnn_tanh",
+                                                              "rnn_relu"),
+                                            ::testing::Values(1, 2), ::testing::Bool()));
+
+// At fixed shapes, with the outputs managed too, runs after the first two allocate no tensor
+// memory: outputs in the planned arena, the loop's buffers and oneDNN's scratchpad in the node's
+// planned scratch.
+TEST(RecurrentLayersMemory, NothingAllocatedInSteadyState) {
+  for (const std::string op : {"lstm", "gru"}) {
+    const Config c{op, 2, true, true, true, true};
+    SCOPED_TRACE(describe(c));
+    StaticModuleOptions options;
+    options.manage_output_tensors = true;
+    StaticModule module(recurrentModule(c), options);
+    StaticRuntime runtime(module);
+    const InputSet inputs = sequence(c, 1, 6);
+    for (int run = 1; run <= 2; ++run) {
+      (void)runtime(inputs.args);
+      runtime.deallocateOutputTensors();
+    }
+    AllocationCounter counter;
+    for (int run = 3; run <= 20; ++run) {
+      (void)runtime(inputs.args);
+      runtime.deallocateOutputTensors();
+    }
+    EXPECT_EQ(counter.allocations(), 0u);
+  }
+}
+
+// Dropout between layers in training draws random numbers: ATen's op runs the node.
+TEST(RecurrentLayersDecline, TrainingWithDropout) {
+  const Config c{"lstm", 2, false, false, true, true};
+  const auto kinds = kernelKinds(StaticModule(recurrentModule(c, true, 0.5)));
+  EXPECT_EQ(kinds.at("aten::lstm"), std::set<KernelKind>{KernelKind::kFallback});
+}
+
+// Weights passed at run time cannot be packed at build: ATen's op, same results.
+TEST(RecurrentLayersDecline, WeightsAsArguments) {
+  const std::string source = R"JIT(
+def forward(self, x, h0, params: List[Tensor]):
+    return torch.gru(x, h0, params, True, 1, 0.0, False, False, False)
+)JIT";
+  const Config c{"gru", 1, false, false, true, true};
+  const c10::List<at::Tensor> params = flatWeights(c);
+  expectMatchesJit(
+      scriptModule(source),
+      {{{torch::randn({4, 2, kInputSize}), torch::randn({1, 2, kHidden}), params}, {}}}, {}, 1e-5);
+  const auto kinds = kernelKinds(StaticModule(scriptModule(source)));
+  EXPECT_EQ(kinds.at("aten::gru"), std::set<KernelKind>{KernelKind::kFallback});
+}
+
+// A hidden state of the wrong batch gets ATen's error, and the runtime works after it; a double
+// input gets ATen's result.
+TEST(RecurrentLayersDecline, BadStateAndOtherDtypeGoToAten) {
+  const Config c{"rnn_tanh", 1, false, false, true, true};
+  StaticModule module(recurrentModule(c));
+  EXPECT_THROW((void)module({torch::randn({4, 2, kInputSize}), torch::randn({1, 3, kHidden}),
+                             torch::randn({1, 3, kHidden})}),
+               c10::Error);
+  const InputSet good = sequence(c, 2, 4);
+  const at::Tensor after = module(good.args).toTupleRef().elements()[0].toTensor();
+  EXPECT_EQ(after.sizes(), (std::vector<int64_t>{4, 2, kHidden}));
+
+  expectMatchesJit(recurrentModule(c, false, 0.0, at::kDouble),
+                   {{{torch::randn({4, 2, kInputSize}, torch::kDouble),
+                      torch::randn({1, 2, kHidden}, torch::kDouble),
+                      torch::randn({1, 2, kHidden}, torch::kDouble)},
+                     {}}},
+                   {}, 1e-9);
+}
+
+} // namespace
+} // namespace srt::testing
