@@ -117,6 +117,40 @@ std::optional<KernelFunction> toPrimDtype(const Node* node, const KernelOptions&
   });
 }
 
+// to.device(self, device, dtype, non_blocking, copy, memory_format?) and
+// to.prim_Device(self, device?, dtype?, non_blocking, copy), as `torch.empty(0).to(dtype=x.dtype,
+// device=x.device)` calls them: a CPU device is a dtype conversion; another device is ATen's copy.
+std::optional<KernelFunction> toDevice(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
+  const bool prim = node->matches("aten::to.prim_Device(Tensor(a) self, Device? device, int? "
+                                  "dtype=None, bool non_blocking=False, bool copy=False) -> "
+                                  "Tensor(a|b)");
+  if (!prim && !node->matches("aten::to.device(Tensor(a) self, Device device, ScalarType dtype, "
+                              "bool non_blocking=False, bool copy=False, MemoryFormat? "
+                              "memory_format=None) -> Tensor(a)")) {
+    return std::nullopt;
+  }
+  auto format = prim ? std::optional<at::MemoryFormat>(at::MemoryFormat::Preserve)
+                     : formatRequest(node, 5, at::MemoryFormat::Preserve);
+  if (!format) {
+    return std::nullopt;
+  }
+  return KernelFunction([format = *format](ProcessedNode& p) {
+    const at::Tensor& self = p.input(0).toTensor();
+    const c10::IValue& device = p.input(1);
+    const c10::IValue& dtype = p.input(2);
+    const at::ScalarType type = dtype.isNone() ? self.scalar_type() : dtype.toScalarType();
+    if (!device.isNone() && !device.toDevice().is_cpu()) {
+      p.output(0) =
+          self.to(device.toDevice(), type, p.input(3).toBool(), p.input(4).toBool(), format);
+      return;
+    }
+    copyInto(p, self, type, format);
+  });
+}
+
 // to.other(self, other, non_blocking, copy, memory_format?) and type_as(self, other): the
 // other tensor's dtype (both must be on the CPU).
 std::optional<KernelFunction> toOther(const Node* node, const KernelOptions&) {
@@ -183,6 +217,7 @@ std::optional<KernelFunction> contiguous(const Node* node, const KernelOptions&)
 SRT_REGISTER_KERNEL("aten::to", kOutVariant, toDtype);
 SRT_REGISTER_KERNEL("aten::to", kOutVariant, toPrimDtype);
 SRT_REGISTER_KERNEL("aten::to", kOutVariant, toOther);
+SRT_REGISTER_KERNEL("aten::to", kOutVariant, toDevice);
 SRT_REGISTER_KERNEL("aten::type_as", kOutVariant, typeAs);
 SRT_REGISTER_KERNEL("aten::clone", kOutVariant, clone);
 SRT_REGISTER_KERNEL("aten::contiguous", kOutVariant, contiguous);
