@@ -19,6 +19,10 @@ bool eliminateCommonSubexpressions(GraphPtr& graph);
 // LibTorch's dead-code elimination: drops nodes whose results nobody uses.
 bool eliminateDeadCode(GraphPtr& graph);
 
+// A two-operand einsum that is one batched matrix product -> permutes + aten::matmul
+// (einsum_lowering.cpp).
+bool lowerEinsums(GraphPtr& graph);
+
 // softmax(q @ kᵀ * scale [+ mask]) @ v -> srt::attention (passes/attention_fusion.cpp).
 bool fuseAttention(GraphPtr& graph);
 

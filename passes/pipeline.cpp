@@ -18,6 +18,8 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"conv_bn_folding", foldConvBatchNorm},
       // After constant_folding (its weights must be constants); emits the fused ops directly.
       {"encoder_layer_decomposition", decomposeEncoderLayers},
+      // Before the attention and GEMM fusions, which then see einsum's products as matmuls.
+      {"einsum_lowering", lowerEinsums},
       // Before element-wise fusion, which would otherwise take the normalization's tail, and
       // before attention fusion, whose input is often this layer norm's output.
       {"layer_norm_fusion", fuseLayerNorm},

@@ -1,6 +1,6 @@
 // Python list operations on the lists a model builds from sizes, flags and tensors: indexing,
-// slicing, length, membership, all/any, equality, concatenation, and the writes append, insert,
-// extend and item assignment (in place, as the JIT does: the caller's list changes too).
+// slicing, length, membership, all/any, sum, copy, equality, concatenation, and the writes append,
+// insert, extend and item assignment (in place, as the JIT does: the caller's list changes too).
 #include <ATen/core/List.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -214,6 +214,42 @@ SRT_REGISTER_KERNEL("prim::max", kNative,
 SRT_REGISTER_KERNEL("aten::list", kNative,
                     whenMatches("aten::list.t(t[] l) -> t[]", [](ProcessedNode& p) {
                       p.output(0) = p.input(0).toList().copy();
+                    }));
+// `list += other`: extends the list in place and returns it, as the JIT does.
+SRT_REGISTER_KERNEL("aten::add_", kNative,
+                    whenMatches("aten::add_.t(t[](a!) self, t[] b) -> t[]", [](ProcessedNode& p) {
+                      extend(p);
+                      p.output(0) = p.input(0);
+                    }));
+// `list.copy()`: a new list of the same elements.
+SRT_REGISTER_KERNEL("aten::copy", kNative,
+                    whenMatches("aten::copy.t(t[](a) self) -> t[]", [](ProcessedNode& p) {
+                      p.output(0) = p.input(0).toList().copy();
+                    }));
+// Python's sum() of a list of numbers, added in order as the JIT does.
+SRT_REGISTER_KERNEL("aten::sum", kNative,
+                    whenMatches("aten::sum.int(int[] self) -> int", [](ProcessedNode& p) {
+                      int64_t total = 0;
+                      for (const c10::IValue& element : p.input(0).toListRef()) {
+                        total += element.toInt();
+                      }
+                      p.output(0) = total;
+                    }));
+SRT_REGISTER_KERNEL("aten::sum", kNative,
+                    whenMatches("aten::sum.float(float[] self) -> float", [](ProcessedNode& p) {
+                      double total = 0;
+                      for (const c10::IValue& element : p.input(0).toListRef()) {
+                        total += element.toDouble();
+                      }
+                      p.output(0) = total;
+                    }));
+SRT_REGISTER_KERNEL("aten::sum", kNative,
+                    whenMatches("aten::sum.bool(bool[] self) -> int", [](ProcessedNode& p) {
+                      int64_t total = 0;
+                      for (const c10::IValue& element : p.input(0).toListRef()) {
+                        total += element.toBool() ? 1 : 0;
+                      }
+                      p.output(0) = total;
                     }));
 SRT_REGISTER_KERNEL("aten::insert", kNative,
                     whenMatches("aten::insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()",

@@ -89,6 +89,12 @@ SRT_REGISTER_KERNEL("prim::dtype", kNative, always([](ProcessedNode& p) {
                     }));
 SRT_REGISTER_KERNEL("prim::device", kNative,
                     always([](ProcessedNode& p) { p.output(0) = tensor(p).device(); }));
+// A device's type as Python's `device.type` spells it ("cpu", "cuda").
+SRT_REGISTER_KERNEL("prim::type", kNative,
+                    whenMatches("prim::type(Device self) -> str", [](ProcessedNode& p) {
+                      p.output(0) = c10::DeviceTypeName(p.input(0).toDevice().type(),
+                                                        /*lower_case=*/true);
+                    }));
 SRT_REGISTER_KERNEL("prim::layout", kNative,
                     always([](ProcessedNode& p) { p.output(0) = tensor(p).layout(); }));
 SRT_REGISTER_KERNEL("aten::is_floating_point", kNative,
@@ -210,6 +216,54 @@ SRT_REGISTER_KERNEL("aten::sqrt", kNative,
 SRT_REGISTER_KERNEL("aten::sqrt", kNative,
                     whenMatches("aten::sqrt.float(float a) -> float",
                                 [](ProcessedNode& p) { p.output(0) = std::sqrt(floatAt(p, 0)); }));
+// Python's `**` on numbers, as the JIT computes it (std::pow in double; 0 to a negative power is
+// an error rather than inf).
+template <typename A, typename B> void powNumbers(ProcessedNode& p) {
+  const A a = p.input(0).to<A>();
+  const B b = p.input(1).to<B>();
+  TORCH_CHECK(!(a == 0 && b < 0), "0.0 cannot be raised to a negative power");
+  p.output(0) = static_cast<double>(std::pow(a, b));
+}
+SRT_REGISTER_KERNEL("aten::pow", kNative,
+                    whenMatches("aten::pow.int(int a, int b) -> float",
+                                powNumbers<int64_t, int64_t>));
+SRT_REGISTER_KERNEL("aten::pow", kNative,
+                    whenMatches("aten::pow.float(float a, float b) -> float",
+                                powNumbers<double, double>));
+SRT_REGISTER_KERNEL("aten::pow", kNative,
+                    whenMatches("aten::pow.int_float(int a, float b) -> float",
+                                powNumbers<int64_t, double>));
+SRT_REGISTER_KERNEL("aten::pow", kNative,
+                    whenMatches("aten::pow.float_int(float a, int b) -> float",
+                                powNumbers<double, int64_t>));
+SRT_REGISTER_KERNEL("aten::pow", kNative,
+                    whenMatches("aten::pow.int_to_int(int a, int b) -> int", [](ProcessedNode& p) {
+                      int64_t base = intAt(p, 0);
+                      int64_t exponent = intAt(p, 1);
+                      TORCH_CHECK(exponent >= 0,
+                                  "Integers to negative integer powers are not allowed.");
+                      int64_t result = 1;
+                      for (; exponent > 0; exponent >>= 1, base *= base) {
+                        if (exponent & 1) {
+                          result *= base;
+                        }
+                      }
+                      p.output(0) = result;
+                    }));
+SRT_REGISTER_KERNEL("aten::ceil", kNative,
+                    whenMatches("aten::ceil.float(float a) -> int", [](ProcessedNode& p) {
+                      p.output(0) = static_cast<int64_t>(std::ceil(floatAt(p, 0)));
+                    }));
+SRT_REGISTER_KERNEL("aten::floor", kNative,
+                    whenMatches("aten::floor.float(float a) -> int", [](ProcessedNode& p) {
+                      p.output(0) = static_cast<int64_t>(std::floor(floatAt(p, 0)));
+                    }));
+SRT_REGISTER_KERNEL("aten::ceil", kNative,
+                    whenMatches("aten::ceil.int(int a) -> int",
+                                [](ProcessedNode& p) { p.output(0) = intAt(p, 0); }));
+SRT_REGISTER_KERNEL("aten::floor", kNative,
+                    whenMatches("aten::floor.int(int a) -> int",
+                                [](ProcessedNode& p) { p.output(0) = intAt(p, 0); }));
 SRT_REGISTER_KERNEL("prim::min", kNative,
                     whenMatches("prim::min.int(int a, int b) -> int", [](ProcessedNode& p) {
                       p.output(0) = std::min(intAt(p, 0), intAt(p, 1));

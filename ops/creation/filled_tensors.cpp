@@ -1,10 +1,14 @@
-// aten::zeros, ones and full with a run-time size (`torch.zeros(x.size(0), 8)`): out-variant
-// kernels filling the node's reused output. Sizes known when the module is built are folded to
-// constants before this; these are the ones that depend on the inputs.
+// aten::zeros, ones, full, their new_* forms and aten::empty with a run-time size
+// (`torch.zeros(x.size(0), 8)`, `x.new_zeros(n, m)`): out-variant kernels filling the node's
+// reused output. Sizes known when the module is built are folded to constants before this; these
+// are the ones that depend on the inputs.
 #include <ATen/EmptyTensor.h>
+#include <ATen/Functions.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "ops/core/registry.h"
+#include "ops/creation/placement.h"
 #include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
@@ -26,50 +30,101 @@ at::ScalarType fullDtype(const c10::Scalar& fill_value) {
   return defaultDtype();
 }
 
-void fillOutput(ProcessedNode& p, at::ScalarType dtype, const c10::Scalar& value) {
-  const at::DimVector sizes = p.input(0).toDimVector();
+// Writes a tensor of `sizes` filled with `value` (nothing, for empty) into output 0, with the
+// dtype and placement of the node's (dtype, layout, device, pin_memory) inputs from `first`.
+void fillOutput(ProcessedNode& p, at::IntArrayRef sizes, size_t first, at::ScalarType dtype,
+                c10::Device device, const c10::optional<c10::Scalar>& value) {
   at::detail::check_size_nonnegative(sizes);
-  contiguousOutput(p, 0, sizes, at::TensorOptions().dtype(dtype)).fill_(value);
+  const Placement placement = readPlacement(p, first, dtype, device);
+  if (!placement.plain_cpu) {
+    // Another device, layout or pinned memory: a fresh tensor from ATen, as the JIT would make.
+    at::Tensor fresh = at::empty(sizes, placement.options);
+    p.output(0) = value ? fresh.fill_(*value) : fresh;
+    return;
+  }
+  at::Tensor& out = contiguousOutput(p, 0, sizes, placement.options);
+  if (value) {
+    out.fill_(*value);
+  }
 }
 
-at::ScalarType dtypeOrDefault(const c10::IValue& dtype) {
-  return dtype.isNone() ? defaultDtype() : dtype.toScalarType();
-}
-
-void zeros(ProcessedNode& p) {
-  fillOutput(p, dtypeOrDefault(p.input(1)), 0);
-}
-
-void ones(ProcessedNode& p) {
-  fillOutput(p, dtypeOrDefault(p.input(1)), 1);
+// zeros / ones / empty (size, *, dtype, layout, device, pin_memory[, memory_format])
+template <int kFill> void filledOfSize(ProcessedNode& p) {
+  const at::DimVector sizes = p.input(0).toDimVector();
+  fillOutput(p, sizes, 1, defaultDtype(), at::kCPU,
+             kFill < 0 ? c10::nullopt : c10::optional<c10::Scalar>(kFill));
 }
 
 void full(ProcessedNode& p) {
+  const at::DimVector sizes = p.input(0).toDimVector();
   const c10::Scalar value = p.input(1).toScalar();
-  const c10::IValue& dtype = p.input(2);
-  fillOutput(p, dtype.isNone() ? fullDtype(value) : dtype.toScalarType(), value);
+  fillOutput(p, sizes, 2, fullDtype(value), at::kCPU, value);
 }
 
-// (size, [fill_value,] *, dtype, layout, device, pin_memory): declines a layout, device or
-// pin_memory, as zeros_like does.
-template <void (*Kernel)(ProcessedNode&)>
-std::optional<KernelFunction> filled(const Node* node, size_t first_placement_input) {
+// new_zeros / new_ones / new_empty (self, size, *, dtype, layout, device, pin_memory): self's
+// dtype and device unless given.
+template <int kFill> void newFilled(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::DimVector sizes = p.input(1).toDimVector();
+  fillOutput(p, sizes, 2, self.scalar_type(), self.device(),
+             kFill < 0 ? c10::nullopt : c10::optional<c10::Scalar>(kFill));
+}
+
+void newFull(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::DimVector sizes = p.input(1).toDimVector();
+  fillOutput(p, sizes, 3, self.scalar_type(), self.device(), p.input(2).toScalar());
+}
+
+// The unnamed overload with `arguments` inputs (zeros.names, full.out ... decline); aten::empty's
+// memory_format must be None or contiguous, the layout its kernel makes.
+std::optional<KernelFunction> takeOverload(const Node* node, const char* overload, size_t arguments,
+                                           KernelFunction kernel) {
   const c10::FunctionSchema* schema = node->maybeSchema();
-  if (schema == nullptr || !schema->overload_name().empty() ||
-      node->inputs().size() != first_placement_input + 3 ||
-      !noneFrom(node, first_placement_input)) {
-    return std::nullopt; // zeros.names, full.out, a device ...
+  if (schema == nullptr || schema->overload_name() != overload ||
+      node->inputs().size() != arguments) {
+    return std::nullopt;
   }
-  return KernelFunction(Kernel);
+  return kernel;
+}
+
+std::optional<KernelFunction> empty(const Node* node, const KernelOptions&) {
+  if (!node->matches("aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? "
+                     "layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? "
+                     "memory_format=None) -> Tensor")) {
+    return std::nullopt;
+  }
+  auto format = torch::jit::toIValue(node->input(5));
+  if (!format || !(format->isNone() ||
+                   format->toInt() == static_cast<int64_t>(at::MemoryFormat::Contiguous))) {
+    return std::nullopt;
+  }
+  return KernelFunction(filledOfSize<-1>);
 }
 
 } // namespace
 
-SRT_REGISTER_KERNEL("aten::zeros", kOutVariant,
-                    [](const Node* node, const KernelOptions&) { return filled<zeros>(node, 2); });
-SRT_REGISTER_KERNEL("aten::ones", kOutVariant,
-                    [](const Node* node, const KernelOptions&) { return filled<ones>(node, 2); });
-SRT_REGISTER_KERNEL("aten::full", kOutVariant,
-                    [](const Node* node, const KernelOptions&) { return filled<full>(node, 3); });
+SRT_REGISTER_KERNEL("aten::zeros", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 5, filledOfSize<0>);
+});
+SRT_REGISTER_KERNEL("aten::ones", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 5, filledOfSize<1>);
+});
+SRT_REGISTER_KERNEL("aten::full", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 6, full);
+});
+SRT_REGISTER_KERNEL("aten::empty", kOutVariant, empty);
+SRT_REGISTER_KERNEL("aten::new_zeros", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 6, newFilled<0>);
+});
+SRT_REGISTER_KERNEL("aten::new_ones", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 6, newFilled<1>);
+});
+SRT_REGISTER_KERNEL("aten::new_empty", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 6, newFilled<-1>);
+});
+SRT_REGISTER_KERNEL("aten::new_full", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 7, newFull);
+});
 
 } // namespace srt::ops

@@ -1,6 +1,6 @@
 // Masks as attention code builds them: logical_or of padding and causal masks, masked_fill of
-// scores, zeros_like for an additive mask, tril/triu for a causal one. Out-variant kernels into
-// last run's tensor.
+// scores, logical_not of a padding mask, zeros_like for an additive mask, tril/triu for a causal
+// one. Out-variant kernels into last run's tensor.
 #include <cstring>
 
 #include <ATen/CPUFunctions.h>
@@ -20,6 +20,11 @@ void logicalOr(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const at::Tensor& other = p.input(1).toTensor();
   at::cpu::logical_or_out(outputTensor(p, 0, self.options().dtype(at::kBool)), self, other);
+}
+
+void logicalNot(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  at::cpu::logical_not_out(outputTensor(p, 0, self.options().dtype(at::kBool)), self);
 }
 
 // masked_fill(self, mask, value) is a copy of `self` broadcast with `mask`, filled where `mask`.
@@ -77,6 +82,7 @@ void triangle(ProcessedNode& p) {
 SRT_REGISTER_KERNEL("aten::tril", kOutVariant, tensorOverload<triangle<at::cpu::tril_out>>);
 SRT_REGISTER_KERNEL("aten::triu", kOutVariant, tensorOverload<triangle<at::cpu::triu_out>>);
 SRT_REGISTER_KERNEL("aten::logical_or", kOutVariant, tensorOverload<logicalOr>);
+SRT_REGISTER_KERNEL("aten::logical_not", kOutVariant, tensorOverload<logicalNot>);
 SRT_REGISTER_KERNEL("aten::masked_fill", kOutVariant, [](const Node* node, const KernelOptions&) {
   return kernelForOverload(node, {{"Scalar", maskedFillScalar}, {"Tensor", maskedFillTensor}});
 });

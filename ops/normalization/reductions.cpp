@@ -1,6 +1,8 @@
-// sum, mean, amax and argmax as out-variant kernels over at::cpu::*_out, whose reductions are
-// vectorized and split over threads already; what we add is the output's reuse and its dtype.
+// sum, mean, amax, argmax, max, min, norm, linalg_vector_norm, cumsum, sort and topk as
+// out-variant kernels over at::cpu::*_out, whose reductions are vectorized and split over threads
+// already; what we add is the output's reuse and its dtype.
 #include <ATen/CPUFunctions.h>
+#include <ATen/ops/result_type_native.h>
 
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
@@ -78,6 +80,103 @@ void argmax(ProcessedNode& p) {
                       p.input(1).toOptional<int64_t>(), p.input(2).toBool());
 }
 
+// max.dim / min.dim(Tensor self, int dim, bool keepdim=False) -> (values, indices)
+template <bool kMax> void extremumAlongDim(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const int64_t dim = p.input(1).toInt();
+  const bool keepdim = p.input(2).toBool();
+  at::Tensor& values = outputTensorLike(p, 0, self);
+  at::Tensor& indices = outputTensor(p, 1, self.options().dtype(at::kLong));
+  if constexpr (kMax) {
+    at::cpu::max_out(values, indices, self, dim, keepdim);
+  } else {
+    at::cpu::min_out(values, indices, self, dim, keepdim);
+  }
+}
+
+// max / min(Tensor self): the extremum of every element, which amax / amin over all dimensions
+// compute (NaN propagating as well); an empty input is an error either way.
+template <bool kMax> void extremumOfAll(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  TORCH_CHECK(self.numel() > 0, kMax ? "max" : "min",
+              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+              "reduction dim with the 'dim' argument.");
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  if constexpr (kMax) {
+    at::cpu::amax_out(out, self, {}, /*keepdim=*/false);
+  } else {
+    at::cpu::amin_out(out, self, {}, /*keepdim=*/false);
+  }
+}
+
+// max.other / min.other(Tensor self, Tensor other): element-wise, in the promoted dtype.
+template <bool kMax> void extremumOfPair(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::Tensor& other = p.input(1).toTensor();
+  at::Tensor& out = outputTensor(p, 0, self.options().dtype(at::native::result_type(self, other)));
+  if constexpr (kMax) {
+    at::cpu::maximum_out(out, self, other);
+  } else {
+    at::cpu::minimum_out(out, self, other);
+  }
+}
+
+// norm.Scalar(self, p=2) and norm.ScalarOpt_dim(self, p?, dim, keepdim=False): the dtype of a
+// real input (complex inputs give their real type).
+void normAll(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const c10::optional<at::Scalar> order = p.input(1).toScalar();
+  at::cpu::norm_out(
+      outputTensor(p, 0, self.options().dtype(c10::toRealValueType(self.scalar_type()))), self,
+      order, {}, /*keepdim=*/false);
+}
+
+void normDims(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const c10::optional<at::Scalar> order =
+      p.input(1).isNone() ? c10::nullopt : c10::optional<at::Scalar>(p.input(1).toScalar());
+  const at::DimVector dims = p.input(2).toDimVector();
+  at::cpu::norm_out(
+      outputTensor(p, 0, self.options().dtype(c10::toRealValueType(self.scalar_type()))), self,
+      order, dims, p.input(3).toBool());
+}
+
+// linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None)
+void vectorNorm(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const auto dims = optionalDims(p.input(2));
+  const auto dtype = p.input(4).toOptional<at::ScalarType>();
+  const at::ScalarType type = c10::toRealValueType(dtype.value_or(self.scalar_type()));
+  at::cpu::linalg_vector_norm_out(outputTensor(p, 0, self.options().dtype(type)), self,
+                                  p.input(1).toScalar(), asRef(dims), p.input(3).toBool(), dtype);
+}
+
+// cumsum(self, dim, *, dtype=None): integers and bool accumulate in int64, as ATen's do.
+void cumsum(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const auto dtype = p.input(2).toOptional<at::ScalarType>();
+  at::cpu::cumsum_out(outputTensor(p, 0, self.options().dtype(sumType(self, dtype))), self,
+                      p.input(1).toInt(), dtype);
+}
+
+// sort(self, dim=-1, descending=False) -> (values, indices): not stable, as ATen's default.
+void sort(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  at::Tensor& values = outputTensorLike(p, 0, self);
+  at::Tensor& indices = outputTensor(p, 1, self.options().dtype(at::kLong));
+  at::cpu::sort_out(values, indices, self, /*stable=*/false, p.input(1).toInt(),
+                    p.input(2).toBool());
+}
+
+// topk(self, k, dim=-1, largest=True, sorted=True) -> (values, indices)
+void topk(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  at::Tensor& values = outputTensorLike(p, 0, self);
+  at::Tensor& indices = outputTensor(p, 1, self.options().dtype(at::kLong));
+  at::cpu::topk_out(values, indices, self, p.input(1).toInt(), p.input(2).toInt(),
+                    p.input(3).toBool(), p.input(4).toBool());
+}
+
 } // namespace
 
 // sum.int, sum.float and the like (sums of lists) and the Dimname overloads are declined.
@@ -89,5 +188,23 @@ SRT_REGISTER_KERNEL("aten::mean", kOutVariant, [](const Node* node, const Kernel
 });
 SRT_REGISTER_KERNEL("aten::amax", kOutVariant, tensorOverload<amax>);
 SRT_REGISTER_KERNEL("aten::argmax", kOutVariant, tensorOverload<argmax>);
+// max.int / max.float (numbers) and the Dimname overloads are declined.
+SRT_REGISTER_KERNEL("aten::max", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"", extremumOfAll<true>},
+                                  {"dim", extremumAlongDim<true>},
+                                  {"other", extremumOfPair<true>}});
+});
+SRT_REGISTER_KERNEL("aten::norm", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"Scalar", normAll}, {"ScalarOpt_dim", normDims}});
+});
+SRT_REGISTER_KERNEL("aten::linalg_vector_norm", kOutVariant, tensorOverload<vectorNorm>);
+SRT_REGISTER_KERNEL("aten::cumsum", kOutVariant, tensorOverload<cumsum>);
+SRT_REGISTER_KERNEL("aten::sort", kOutVariant, tensorOverload<sort>);
+SRT_REGISTER_KERNEL("aten::topk", kOutVariant, tensorOverload<topk>);
+SRT_REGISTER_KERNEL("aten::min", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"", extremumOfAll<false>},
+                                  {"dim", extremumAlongDim<false>},
+                                  {"other", extremumOfPair<false>}});
+});
 
 } // namespace srt::ops

@@ -117,6 +117,79 @@ std::optional<KernelFunction> toPrimDtype(const Node* node, const KernelOptions&
   });
 }
 
+// Where a to() overload that may name a device keeps its arguments (-1: it has none).
+struct ToArguments {
+  int device;
+  int dtype;
+  int layout;
+  int pin_memory;
+  int non_blocking;
+  int copy;
+};
+
+// to.device(self, device, dtype, non_blocking, copy, memory_format?),
+// to.prim_Device(self, device?, dtype?, non_blocking, copy) and
+// to.dtype_layout(self, *, dtype?, layout?, device?, pin_memory?, non_blocking, copy,
+// memory_format?), as `torch.empty(0).to(dtype=x.dtype, device=x.device)` calls them: onto a
+// strided CPU tensor it is the dtype-conversion copy; anything else is ATen's to.
+std::optional<KernelFunction> toDevice(const Node* node, const KernelOptions&) {
+  if (writtenInPlace(node->output())) {
+    return std::nullopt;
+  }
+  ToArguments arguments{};
+  std::optional<at::MemoryFormat> format = at::MemoryFormat::Preserve;
+  if (node->matches("aten::to.prim_Device(Tensor(a) self, Device? device, int? dtype=None, bool "
+                    "non_blocking=False, bool copy=False) -> Tensor(b|a)")) {
+    arguments = {1, 2, -1, -1, 3, 4};
+  } else if (node->matches("aten::to.device(Tensor(a) self, Device device, ScalarType dtype, "
+                           "bool non_blocking=False, bool copy=False, MemoryFormat? "
+                           "memory_format=None) -> Tensor(a)")) {
+    arguments = {1, 2, -1, -1, 3, 4};
+    format = formatRequest(node, 5, at::MemoryFormat::Preserve);
+  } else if (node->matches("aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, "
+                           "Layout? layout=None, Device? device=None, bool? pin_memory=None, "
+                           "bool non_blocking=False, bool copy=False, MemoryFormat? "
+                           "memory_format=None) -> Tensor(a)")) {
+    arguments = {3, 1, 2, 4, 5, 6};
+    format = formatRequest(node, 7, at::MemoryFormat::Preserve);
+  } else {
+    return std::nullopt;
+  }
+  if (!format) {
+    return std::nullopt;
+  }
+  return KernelFunction([arguments, format = *format](ProcessedNode& p) {
+    const at::Tensor& self = p.input(0).toTensor();
+    const auto optional = [&p](int index) {
+      return index < 0 ? c10::IValue() : p.input(static_cast<size_t>(index));
+    };
+    const c10::IValue device = optional(arguments.device);
+    const c10::IValue dtype = optional(arguments.dtype);
+    const c10::IValue layout = optional(arguments.layout);
+    const c10::IValue pin_memory = optional(arguments.pin_memory);
+    const at::ScalarType type = dtype.isNone() ? self.scalar_type() : dtype.toScalarType();
+    const bool plain_cpu = (device.isNone() || device.toDevice().is_cpu()) &&
+                           (layout.isNone() || layout.toLayout() == at::kStrided) &&
+                           (pin_memory.isNone() || !pin_memory.toBool());
+    if (!plain_cpu) {
+      at::TensorOptions options = self.options().dtype(type);
+      if (!device.isNone()) {
+        options = options.device(device.toDevice());
+      }
+      if (!layout.isNone()) {
+        options = options.layout(layout.toLayout());
+      }
+      if (!pin_memory.isNone()) {
+        options = options.pinned_memory(pin_memory.toBool());
+      }
+      p.output(0) = self.to(options, p.input(arguments.non_blocking).toBool(),
+                            p.input(arguments.copy).toBool(), format);
+      return;
+    }
+    copyInto(p, self, type, format);
+  });
+}
+
 // to.other(self, other, non_blocking, copy, memory_format?) and type_as(self, other): the
 // other tensor's dtype (both must be on the CPU).
 std::optional<KernelFunction> toOther(const Node* node, const KernelOptions&) {
@@ -183,6 +256,7 @@ std::optional<KernelFunction> contiguous(const Node* node, const KernelOptions&)
 SRT_REGISTER_KERNEL("aten::to", kOutVariant, toDtype);
 SRT_REGISTER_KERNEL("aten::to", kOutVariant, toPrimDtype);
 SRT_REGISTER_KERNEL("aten::to", kOutVariant, toOther);
+SRT_REGISTER_KERNEL("aten::to", kOutVariant, toDevice);
 SRT_REGISTER_KERNEL("aten::type_as", kOutVariant, typeAs);
 SRT_REGISTER_KERNEL("aten::clone", kOutVariant, clone);
 SRT_REGISTER_KERNEL("aten::contiguous", kOutVariant, contiguous);

@@ -100,6 +100,40 @@ TEST(Prepare, RemovesMutationWhereSafe) {
   EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
 }
 
+// F.dropout(x, p=0.0) with training left True (torchvision's Swin): ATen returns x untouched,
+// so it goes; dropout with a real probability in training mode draws random numbers and stays.
+TEST(Prepare, RemovesDropoutOfProbabilityZero) {
+  const char* source = R"JIT(
+def forward(self, x, p: float):
+    a = torch.dropout(x, 0.0, True)
+    b = torch.feature_dropout(a + 1.0, 0.0, True)
+    c = torch.alpha_dropout(b, 0.0, False)
+    d = torch.dropout(c, p, True)
+    return c, d
+)JIT";
+  passes::PreparedGraph prepared = passes::prepareModule(scriptModule(source));
+  for (const char* kind : {"aten::feature_dropout", "aten::alpha_dropout"}) {
+    EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString(kind))) << kind;
+  }
+  // Only the run-time probability's dropout is left.
+  size_t dropouts = 0;
+  for (const torch::jit::Node* node : prepared.graph->nodes()) {
+    dropouts += node->kind() == c10::aten::dropout ? 1 : 0;
+  }
+  EXPECT_EQ(dropouts, 1u) << *prepared.graph;
+  // Left in, its schema would call its result fresh when it is the input itself: the memory
+  // planner then gave `a`'s bytes to `c` while `b` still read them (found on Swin at 224x224).
+  expectMatchesJit(R"JIT(
+def forward(self, x):
+    a = x * 2.0
+    b = torch.dropout(a, 0.0, True)
+    c = b + 1.0
+    d = c * 3.0
+    return d * b
+)JIT",
+                   {{{torch::randn({4, 5})}}, {{torch::randn({2, 3})}}});
+}
+
 // What torch.jit.trace records for nn.Conv2d and nn.ConvTranspose2d: aten::_convolution, which
 // preparation turns into the ops our kernels and conv-batch_norm folding take.
 TEST(Prepare, TracedConvolutionsBecomeConvOps) {

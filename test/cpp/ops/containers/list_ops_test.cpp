@@ -98,5 +98,27 @@ def forward(self, x, names: List[str]):
                             {{torch::randn({3, 1}), c10::List<std::string>(c)}}});
 }
 
+// sum() of number lists, list.copy() and `+=` on a list (Swin's shift sizes, Tacotron2's outputs).
+TEST(ScalarsLists, SumCopyAndInPlaceConcatenation) {
+  const char* source = R"JIT(
+def forward(self, x, sizes: List[int], scales: List[float]):
+    shift = sizes.copy()
+    shift[0] = x.size(0)
+    grown = [x.size(-1)]
+    grown += sizes
+    outputs: List[Tensor] = []
+    for i in range(x.size(0)):
+        outputs += [x[i] * 2.0]
+    flags = [x.dim() > 1, x.numel() > 0, True]
+    return sum(shift), sum(sizes), sum(scales), sum(flags), grown, shift, outputs
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3}), c10::List<int64_t>({4, 5}),
+                              c10::List<double>({0.5, 1.25})}},
+                            {{torch::randn({7}), c10::List<int64_t>({-1}), c10::List<double>()}}});
+  expectKinds(source, {{"aten::sum", KernelKind::kNative},
+                       {"aten::copy", KernelKind::kNative},
+                       {"aten::add_", KernelKind::kNative}});
+}
+
 } // namespace
 } // namespace srt::testing

@@ -197,5 +197,30 @@ def forward(self, x):
                        {"aten::is_autocast_enabled", KernelKind::kNative}});
 }
 
+// `**` on numbers and math.ceil / math.floor of them (torch.ceil in TorchScript) (Swin's and
+// Emformer's size arithmetic).
+TEST(Scalars, PowersCeilAndFloor) {
+  const char* source = R"JIT(
+def forward(self, x, a: float):
+    n = x.size(0)
+    m = x.size(-1)
+    return (a ** 2, a ** 0.5 if a >= 0 else a ** 3, n ** m, n ** 0.5, 2.0 ** n,
+            torch.ceil(a), torch.floor(a), torch.ceil(n / (m + 1)), torch.floor(-n / (m + 1)))
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3}), 2.5}},
+                            {{torch::randn({5, 1}), -1.25}},
+                            {{torch::randn({0, 4}), 0.0}}});
+  expectKinds(source, {{"aten::pow", KernelKind::kNative},
+                       {"aten::ceil", KernelKind::kNative},
+                       {"aten::floor", KernelKind::kNative}});
+}
+
+TEST(Scalars, ZeroToANegativePowerIsAClearError) {
+  StaticModule module(scriptModule("def forward(self, a: float):\n    return a ** -1\n"));
+  StaticRuntime runtime(module);
+  EXPECT_THROW(static_cast<void>(runtime({0.0})), c10::Error);
+  EXPECT_EQ(runtime({2.0}).toDouble(), 0.5);
+}
+
 } // namespace
 } // namespace srt::testing

@@ -30,14 +30,51 @@ TEST(FilledTensors, MatchTheJitForRunTimeSizesAndDtypes) {
                         {"aten::full", KernelKind::kOutVariant}});
 }
 
-// A device (as nn.LSTM passes one for its initial state) is left to the JIT operator.
-TEST(FilledTensors, APlacementArgumentIsLeftToTheJit) {
+// dtype and device arguments of run-time value (nn.LSTM's initial state, torchaudio's
+// `torch.zeros(..., device=x.device, dtype=x.dtype)`) are read per run.
+TEST(FilledTensors, RunTimeDtypeAndDeviceArgumentsAreOutVariants) {
   const char* source = R"JIT(
 def forward(self, x):
-    return torch.zeros(x.size(0), 2, device=x.device, dtype=x.dtype)
+    n = x.size(0)
+    return (torch.zeros(n, 2, device=x.device, dtype=x.dtype),
+            torch.ones([n], dtype=x.dtype, layout=0, pin_memory=False),
+            torch.full([2, n], 3, device=x.device))
 )JIT";
-  expectKinds(source, {{"aten::zeros", KernelKind::kFallback}});
-  expectMatchesJit(source, {{{torch::randn({3})}}, {{torch::randn({1})}}});
+  expectKinds(source, {{"aten::zeros", KernelKind::kOutVariant},
+                       {"aten::ones", KernelKind::kOutVariant},
+                       {"aten::full", KernelKind::kOutVariant}});
+  expectMatchesJit(source, {{{torch::randn({3})}},
+                            {{torch::randn({1}, torch::kDouble)}},
+                            {{torch::randint(0, 5, {4})}}});
+}
+
+// x.new_zeros / new_ones / new_full take x's dtype unless told otherwise (Swin's attention mask).
+TEST(FilledTensors, NewFilledTensorsMatchTheJit) {
+  const char* source = R"JIT(
+def forward(self, x, fill: float):
+    n = x.size(0)
+    return (x.new_zeros((n, 3)), x.new_ones([2, n], dtype=7), x.new_full([n], fill),
+            x.new_zeros([n, n], device=x.device), x.new_empty([n, 2]).shape)
+)JIT";
+  expectKinds(source, {{"aten::new_zeros", KernelKind::kOutVariant},
+                       {"aten::new_ones", KernelKind::kOutVariant},
+                       {"aten::new_full", KernelKind::kOutVariant},
+                       {"aten::new_empty", KernelKind::kOutVariant}});
+  expectMatchesJit(source, {{{torch::randn({4, 2}), 1.5}},
+                            {{torch::randn({2}, torch::kDouble), -2.0}},
+                            {{torch::randint(0, 5, {3}), 0.5}},
+                            {{torch::randn({0, 1}), 0.25}}});
+}
+
+// torch.empty: only its shape and dtype are defined.
+TEST(FilledTensors, EmptyHasTheJitsShapeAndDtype) {
+  const char* source = R"JIT(
+def forward(self, x):
+    e = torch.empty([x.size(0), 3], dtype=x.dtype)
+    return e.shape, e.dtype
+)JIT";
+  expectKinds(source, {{"aten::empty", KernelKind::kOutVariant}});
+  expectMatchesJit(source, {{{torch::randn({4})}}, {{torch::randn({2}, torch::kDouble)}}});
 }
 
 // A negative size is refused with ATen's message, and the runtime keeps working.

@@ -160,5 +160,28 @@ def forward(self, x):
   }
 }
 
+// to(device, dtype) on the CPU (Emformer's `torch.empty(0).to(dtype=x.dtype, device=x.device)`)
+// copies like to(dtype); cpu() and as_tensor(t) hand a CPU tensor of the wanted dtype on
+// (ops/shapes/aliasing_conversions.cpp), and prim::type names the device's type.
+TEST(Conversions, ToDeviceCpuAndAsTensor) {
+  const char* source = R"JIT(
+def forward(self, x, y):
+    a = x.to(y.device, 7)
+    b = (x * 2.0).to(device=y.device)
+    c = (x + 1.0).cpu()
+    d = torch.as_tensor(x + 2.0, dtype=y.dtype, device=y.device)
+    e = torch.as_tensor(x * 3.0)
+    f = torch.empty([0]).to(dtype=y.dtype, device=y.device)
+    return a, b, c, d, e, f, y.device.type == "cpu"
+)JIT";
+  expectKinds(source, {{"aten::to", KernelKind::kOutVariant},
+                       {"aten::cpu", KernelKind::kNative},
+                       {"aten::as_tensor", KernelKind::kNative},
+                       {"prim::type", KernelKind::kNative}});
+  expectMatchesJit(source, {{{torch::randn({2, 3}), torch::randn({1}, torch::kDouble)}},
+                            {{torch::randn({4}), torch::randn({2})}},
+                            {{torch::randn({3, 2}).t(), torch::randint(0, 3, {1})}}});
+}
+
 } // namespace
 } // namespace srt::testing

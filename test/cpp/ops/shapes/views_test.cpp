@@ -170,13 +170,14 @@ def forward(self, x):
   EXPECT_EQ(module.graph().toString().find("aten::dropout"), std::string::npos) << module.graph();
 }
 
-// dropout whose `train` is only known at run time is left to the JIT.
-TEST(Views, DropoutWithRuntimeTrainFlagFallsBack) {
+// dropout whose `train` is only known at run time stays in the graph and runs as an out-variant
+// (ops/elementwise/dropout.cpp): a copy, not the input itself, when train is False.
+TEST(Views, DropoutWithRuntimeTrainFlagIsAnOutVariant) {
   const char* source = R"JIT(
 def forward(self, x, train: bool):
     return torch.dropout(x, 0.5, train)
 )JIT";
-  expectKinds(source, {{"aten::dropout", KernelKind::kFallback}});
+  expectKinds(source, {{"aten::dropout", KernelKind::kOutVariant}});
   expectMatchesJit(source, {{{torch::randn({2, 3}), false}}, {{torch::randn({5}), false}}});
 }
 

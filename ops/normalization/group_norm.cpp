@@ -1,0 +1,139 @@
+// group_norm and instance_norm (with the input's own statistics) as out-variant kernels. On
+// contiguous float32 each (sample, group) is one row of the vectorized layer-norm loop, then each
+// channel's weight and bias one affine pass; anything else (channels-last, float64,
+// bfloat16) runs ATen's CPU group-norm kernel (its dispatch stub, not the operator dispatcher)
+// into the node's output, with its per-group statistics in scratch.
+// Debian's libtorch_cpu has AVX2 and AVX-512 kernels behind its dispatch stubs; the stub's
+// declarations (and so the symbols we call) depend on these, as when ATen itself was built.
+#define HAVE_AVX2_CPU_DEFINITION
+#define HAVE_AVX512_CPU_DEFINITION
+
+#include <ATen/Functions.h>
+#include <ATen/Parallel.h>
+#include <ATen/native/group_norm.h>
+#include <torch/csrc/jit/ir/constants.h>
+
+#include "ops/core/parallelism.h"
+#include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
+#include "ops/elementwise/vectorized_loops.h"
+
+namespace srt::ops {
+namespace {
+
+using torch::jit::Node;
+
+const at::Tensor& tensorOrUndefined(const c10::IValue& value) {
+  static const at::Tensor undefined;
+  return value.isNone() ? undefined : value.toTensor();
+}
+
+bool isChannelVector(const at::Tensor& t, at::ScalarType type, int64_t channels) {
+  return !t.defined() ||
+         (t.scalar_type() == type && t.dim() == 1 && t.size(0) == channels && t.is_contiguous());
+}
+
+// y = (x - mean) * rstd * weight[c] + bias[c] over groups of channels, into the node's output.
+void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
+                     const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  TORCH_CHECK(x.dim() >= 2, "static_runtime: group_norm expects an input of at least 2 dims ",
+              "(N, C, *), got ", x.sizes());
+  const int64_t batch = x.size(0);
+  const int64_t channels = x.size(1);
+  TORCH_CHECK(groups > 0 && channels % groups == 0, "static_runtime: group_norm expects the ",
+              channels, " channels to divide into num_groups=", groups);
+  const at::ScalarType type = x.scalar_type();
+  const bool supported = (type == at::kFloat || type == at::kDouble || type == at::kBFloat16) &&
+                         isChannelVector(weight, type, channels) &&
+                         isChannelVector(bias, type, channels);
+  if (!supported) {
+    // Mixed dtypes, a weight of the wrong size: ATen's operator checks and reports.
+    p.output(0) = at::group_norm(x, groups, weight, bias, eps);
+    return;
+  }
+  const int64_t image = batch * channels == 0 ? 0 : x.numel() / (batch * channels);
+  if (isContiguousFloat(x)) {
+    at::Tensor& out = contiguousOutput(p, 0, x.sizes(), x.options());
+    if (x.numel() == 0) {
+      return;
+    }
+    float* o = floatData(out);
+    vec::layerNormRows(floatData(x), nullptr, nullptr, static_cast<float>(eps), o, batch * groups,
+                       channels / groups * image);
+    if (!weight.defined() && !bias.defined()) {
+      return;
+    }
+    const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
+    const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+    const int64_t grain =
+        std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(image, 1));
+    splitIfWorthIt(batch * channels, grain, static_cast<double>(x.numel()) * kNanosecondsPerElement,
+                   [&](int64_t begin, int64_t end) {
+                     // A plain loop the compiler vectorizes: planes are often a few hundred floats,
+                     // where a vec::map call per plane costs more than the plane.
+                     for (int64_t plane = begin; plane < end; ++plane) {
+                       const int64_t c = plane % channels;
+                       const float scale = w ? w[c] : 1.f;
+                       const float shift = b ? b[c] : 0.f;
+                       float* row = o + plane * image;
+                       for (int64_t i = 0; i < image; ++i) {
+                         row[i] = row[i] * scale + shift;
+                       }
+                     }
+                   });
+    return;
+  }
+  // ATen's kernel reads X contiguous or channels-last and writes Y in X's format.
+  const at::MemoryFormat format = x.suggest_memory_format();
+  const c10::MaybeOwned<at::Tensor> in = x.expect_contiguous(format);
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  at::native::resize_(out, x.sizes(), format);
+  if (x.numel() == 0) {
+    return;
+  }
+  // Statistics in the accumulation type ATen uses (float for bfloat16).
+  const at::ScalarType stats_type = type == at::kDouble ? at::kDouble : at::kFloat;
+  const int64_t stats = batch * groups;
+  void* scratch = p.scratch(2 * stats * c10::elementSize(stats_type));
+  at::Tensor mean = at::from_blob(scratch, {batch, groups}, at::TensorOptions().dtype(stats_type));
+  at::Tensor rstd =
+      at::from_blob(static_cast<char*>(scratch) + stats * c10::elementSize(stats_type),
+                    {batch, groups}, at::TensorOptions().dtype(stats_type));
+  at::native::GroupNormKernel(at::kCPU, *in, weight, bias, batch, channels, image, groups, eps, out,
+                              mean, rstd);
+}
+
+// group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None,
+//            float eps=1e-05, bool cudnn_enabled=True)
+void groupNorm(ProcessedNode& p) {
+  normalizeGroups(p, p.input(0).toTensor(), p.input(1).toInt(), tensorOrUndefined(p.input(2)),
+                  tensorOrUndefined(p.input(3)), p.input(4).toDouble());
+}
+
+// instance_norm(input, weight?, bias?, running_mean?, running_var?, use_input_stats, momentum,
+// eps, cudnn_enabled) with the input's statistics: group_norm with one group per channel.
+void instanceNorm(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  TORCH_CHECK(x.dim() >= 2, "static_runtime: instance_norm expects an input of at least 2 dims ",
+              "(N, C, *), got ", x.sizes());
+  normalizeGroups(p, x, x.size(1), tensorOrUndefined(p.input(1)), tensorOrUndefined(p.input(2)),
+                  p.input(7).toDouble());
+}
+
+std::optional<KernelFunction> instanceNormFactory(const Node* node, const KernelOptions&) {
+  // Running statistics are either used (eval with track_running_stats: a batch norm) or updated
+  // in place; only use_input_stats=True without them is the pure function above.
+  const c10::optional<bool> use_input_stats = torch::jit::constant_as<bool>(node->input(5));
+  if (!use_input_stats || !*use_input_stats || !node->input(3)->type()->cast<c10::NoneType>() ||
+      !node->input(4)->type()->cast<c10::NoneType>()) {
+    return std::nullopt;
+  }
+  return kernelForOverload(node, {{"", instanceNorm}});
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL("aten::group_norm", kOutVariant, tensorOverload<groupNorm>);
+SRT_REGISTER_KERNEL("aten::instance_norm", kOutVariant, instanceNormFactory);
+
+} // namespace srt::ops

@@ -1,0 +1,122 @@
+// pad (every mode) and constant_pad_nd as out-variant kernels. Constant padding fills the node's
+// output and copies the input into its interior (negative pads crop); reflect and replicate run
+// ATen's CPU kernels (at::cpu::{reflection,replication}_pad{1,2,3}d_out) into the output.
+// Circular padding, and what ATen refuses, run ATen's operator (which reports the error).
+#include <ATen/CPUFunctions.h>
+#include <ATen/Functions.h>
+
+#include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
+
+namespace srt::ops {
+namespace {
+
+using torch::jit::Node;
+
+// `self` padded by `pad` (pairs from the last dimension backwards) with `value`.
+void constantPad(ProcessedNode& p, const at::Tensor& self, at::IntArrayRef pad,
+                 const c10::Scalar& value) {
+  TORCH_CHECK(pad.size() % 2 == 0, "Length of pad must be even but instead it equals ", pad.size());
+  const int64_t dims = static_cast<int64_t>(pad.size() / 2);
+  TORCH_CHECK(dims <= self.dim(),
+              "Length of pad should be no more than twice the number of "
+              "dimensions of the input. Pad length is ",
+              pad.size(), " while the input has ", self.dim(), " dimensions.");
+  at::DimVector sizes(self.sizes().begin(), self.sizes().end());
+  bool fills = false;
+  for (int64_t i = 0; i < dims; ++i) {
+    const int64_t dim = self.dim() - 1 - i;
+    sizes[dim] += pad[2 * i] + pad[2 * i + 1];
+    TORCH_CHECK(sizes[dim] >= 0, "The input size ", self.size(dim), ", plus negative padding ",
+                pad[2 * i], " and ", pad[2 * i + 1],
+                " resulted in a negative output size, which "
+                "is invalid. Check dimension ",
+                dim, " of your input.");
+    fills = fills || pad[2 * i] > 0 || pad[2 * i + 1] > 0;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::native::resize_(out, sizes, self.suggest_memory_format());
+  if (out.numel() == 0) {
+    return;
+  }
+  if (fills) {
+    out.fill_(value);
+  }
+  at::Tensor source = self;
+  at::Tensor target = out;
+  for (int64_t i = 0; i < dims; ++i) {
+    const int64_t dim = self.dim() - 1 - i;
+    const int64_t left = pad[2 * i];
+    const int64_t right = pad[2 * i + 1];
+    const int64_t kept = self.size(dim) + std::min<int64_t>(left, 0) + std::min<int64_t>(right, 0);
+    if (kept <= 0) {
+      return; // cropped away: only the fill remains
+    }
+    source = source.narrow(dim, std::max<int64_t>(-left, 0), kept);
+    target = target.narrow(dim, std::max<int64_t>(left, 0), kept);
+  }
+  target.copy_(source);
+}
+
+// constant_pad_nd(Tensor self, int[] pad, Scalar value=0)
+void constantPadNd(ProcessedNode& p) {
+  const at::DimVector pad = p.input(1).toDimVector();
+  constantPad(p, p.input(0).toTensor(), pad, p.input(2).toScalar());
+}
+
+using PadOut = at::Tensor& (*)(at::Tensor&, const at::Tensor&, at::IntArrayRef);
+
+// ATen's kernel for a reflect / replicate pad of `pad_dims` dimensions, when the input has one
+// or two more (an optional batch and the channels), as ATen's own `pad` requires.
+PadOut modeKernel(c10::string_view mode, size_t pad_dims, int64_t input_dim) {
+  if (input_dim != static_cast<int64_t>(pad_dims) + 1 &&
+      input_dim != static_cast<int64_t>(pad_dims) + 2) {
+    return nullptr;
+  }
+  static constexpr PadOut kReflect[] = {
+      at::cpu::reflection_pad1d_out, at::cpu::reflection_pad2d_out, at::cpu::reflection_pad3d_out};
+  static constexpr PadOut kReplicate[] = {at::cpu::replication_pad1d_out,
+                                          at::cpu::replication_pad2d_out,
+                                          at::cpu::replication_pad3d_out};
+  if (pad_dims < 1 || pad_dims > 3) {
+    return nullptr;
+  }
+  if (mode == "reflect") {
+    return kReflect[pad_dims - 1];
+  }
+  if (mode == "replicate") {
+    return kReplicate[pad_dims - 1];
+  }
+  return nullptr;
+}
+
+// pad(Tensor self, int[] pad, str mode="constant", float? value=None)
+void pad(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::DimVector padding = p.input(1).toDimVector();
+  const c10::string_view mode = p.input(2).toStringView();
+  const c10::optional<double> value = p.input(3).toOptional<double>();
+  if (mode == "constant") {
+    TORCH_CHECK(padding.size() % 2 == 0, "Padding length must be divisible by 2");
+    TORCH_CHECK(static_cast<int64_t>(padding.size()) <= self.dim() * 2,
+                "Padding length should be less than or equal to two times the input dimension "
+                "but got padding length ",
+                padding.size(), " and input of dimension ", self.dim());
+    constantPad(p, self, padding, value.value_or(0.0));
+    return;
+  }
+  const PadOut kernel = modeKernel(mode, padding.size() / 2, self.dim());
+  if (kernel == nullptr || padding.size() % 2 != 0 || (value && *value != 0)) {
+    // Circular padding, and the errors ATen reports.
+    p.output(0) = at::pad(self, padding, mode, value);
+    return;
+  }
+  kernel(outputTensorLike(p, 0, self), self, padding);
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL("aten::pad", kOutVariant, tensorOverload<pad>);
+SRT_REGISTER_KERNEL("aten::constant_pad_nd", kOutVariant, tensorOverload<constantPadNd>);
+
+} // namespace srt::ops

@@ -1,0 +1,108 @@
+// roll and repeat_interleave (by an int) as out-variant kernels: each is a few strided copies
+// of the input into the node's output, where ATen's ops cat or index_select into a new tensor.
+#include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
+
+#include "ops/core/registry.h"
+#include "ops/elementwise/fast_path.h"
+
+namespace srt::ops {
+namespace {
+
+using torch::jit::Node;
+
+// roll(Tensor self, int[1] shifts, int[1] dims=[]): per rolled dimension the input's tail
+// [size - shift, size) lands at the front and its head after it, so 2^k block copies for k
+// dimensions (Swin's shifted windows roll two).
+void roll(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const at::DimVector shifts = p.input(1).toDimVector();
+  const at::DimVector dims = p.input(2).toDimVector();
+  if (dims.empty() || shifts.size() != dims.size() || self.dim() == 0) {
+    // Rolling the flattened tensor, and the errors ATen reports.
+    p.output(0) = at::roll(self, shifts, dims);
+    return;
+  }
+  // Each dimension's total shift as the start of the piece that moves to the front.
+  at::DimVector starts(self.dim(), 0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t dim = at::maybe_wrap_dim(dims[i], self.dim());
+    const int64_t size = self.size(dim);
+    if (size > 0) {
+      starts[dim] = ((starts[dim] - shifts[i]) % size + size) % size;
+    }
+  }
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::native::resize_(out, self.sizes(), self.suggest_memory_format());
+  if (self.numel() == 0) {
+    return;
+  }
+  at::DimVector rolled;
+  for (int64_t dim = 0; dim < self.dim(); ++dim) {
+    if (starts[dim] != 0) {
+      rolled.push_back(dim);
+    }
+  }
+  if (rolled.empty()) {
+    out.copy_(self);
+    return;
+  }
+  for (uint64_t block = 0; block < (uint64_t{1} << rolled.size()); ++block) {
+    at::Tensor source = self;
+    at::Tensor target = out;
+    for (size_t i = 0; i < rolled.size(); ++i) {
+      const int64_t dim = rolled[i];
+      const int64_t size = self.size(dim);
+      const int64_t start = starts[dim];
+      if ((block >> i) & 1) { // the head [0, start) goes behind
+        source = source.narrow(dim, 0, start);
+        target = target.narrow(dim, size - start, start);
+      } else { // the tail [start, size) comes first
+        source = source.narrow(dim, start, size - start);
+        target = target.narrow(dim, 0, size - start);
+      }
+    }
+    target.copy_(source);
+  }
+}
+
+// repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, int? output_size=None):
+// the output seen with one more dimension of size `repeats` after `dim` is the input expanded
+// along it. Without a dim the input is flattened: every element repeated in turn.
+void repeatInterleave(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const int64_t repeats = p.input(1).toInt();
+  TORCH_CHECK(repeats >= 0, "repeats can not be negative");
+  const c10::optional<int64_t> dim_arg = p.input(2).toOptional<int64_t>();
+  const int64_t rank = std::max<int64_t>(self.dim(), 1);
+  const int64_t dim = dim_arg ? at::maybe_wrap_dim(*dim_arg, rank) : rank - 1;
+  at::DimVector in_sizes(self.sizes().begin(), self.sizes().end());
+  if (in_sizes.empty()) {
+    in_sizes.push_back(1);
+  }
+  at::DimVector expanded(in_sizes);
+  expanded.insert(expanded.begin() + dim + 1, repeats);
+  at::DimVector out_sizes;
+  if (dim_arg) {
+    out_sizes = in_sizes;
+    out_sizes[dim] *= repeats;
+  } else {
+    out_sizes = {self.numel() * repeats};
+  }
+  at::Tensor& out = contiguousOutput(p, 0, out_sizes, self.options());
+  if (out.numel() == 0) {
+    return;
+  }
+  out.view(expanded).copy_(self.view(in_sizes).unsqueeze(dim + 1).expand(expanded));
+}
+
+} // namespace
+
+SRT_REGISTER_KERNEL("aten::roll", kOutVariant, tensorOverload<roll>);
+// repeat_interleave.Tensor / self_Tensor (per-element counts) are declined.
+SRT_REGISTER_KERNEL("aten::repeat_interleave", kOutVariant,
+                    [](const Node* node, const KernelOptions&) {
+                      return kernelForOverload(node, {{"self_int", repeatInterleave}});
+                    });
+
+} // namespace srt::ops

@@ -1,0 +1,69 @@
+// In-place add_/sub_/mul_/div_/copy_ native kernels (ops/elementwise/in_place.cpp) and
+// index_put_ / index_put (ops/indexing/index_put.cpp) against the JIT: the writes the mutation
+// removal keeps in place, into views and into tensors of another dtype.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+// A float mask added in place to scores whose dtype the graph does not know stays in place
+// (wav2vec2's `weights += attention_mask`); slices written with copy_ (Swin's attention mask).
+TEST(InPlace, WritesIntoViewsAndUnknownDtypesMatchTheJit) {
+  const char* source = R"JIT(
+def forward(self, x, mask, y):
+    scores = x * 2.0
+    scores += mask
+    scores -= 0.5
+    scores *= y
+    scores /= 4
+    grid = x.new_zeros((x.size(0) + 1, 3))
+    grid[1:, 0:2] = 1.5
+    grid[0, :] = y[0]
+    row = grid[0]
+    row.copy_(x[0, :3])
+    return scores, grid
+)JIT";
+  expectKinds(source, {{"aten::add_", KernelKind::kNative}, {"aten::copy_", KernelKind::kNative}});
+  expectMatchesJit(
+      source, {{{torch::randn({3, 4}), torch::randn({3, 4}), torch::randn({4})}},
+               {{torch::randn({2, 5}), torch::randn({1, 5}), torch::randn({5})}},
+               {{torch::randn({4, 3}), torch::randn({4, 3}, torch::kDouble), torch::randn({3})}}});
+}
+
+TEST(InPlace, IndexPutMatchesTheJit) {
+  const char* source = R"JIT(
+def forward(self, x, mask, idx, v):
+    y = x * 1.0
+    y[mask] = 0.0
+    y.index_put_([idx], v, accumulate=True)
+    z = torch.index_put(x, [idx], v)
+    return y, z
+)JIT";
+  expectKinds(source, {{"aten::index_put_", KernelKind::kNative}});
+  expectMatchesJit(source, {{{torch::randn({4, 3}), torch::rand({4, 3}) > 0.5,
+                              torch::tensor({0, 2, 0}), torch::randn({3, 3})}},
+                            {{torch::randn({2, 2}), torch::rand({2, 2}) > 0.5, torch::tensor({1}),
+                              torch::randn({1, 2})}}});
+}
+
+TEST(InPlace, ABadIndexIsAClearErrorAndTheRuntimeRecovers) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x, idx):
+    y = x * 1.0
+    y[idx] = 0.0
+    return y
+)JIT"));
+  StaticRuntime runtime(module);
+  EXPECT_THROW(static_cast<void>(runtime({torch::ones({2, 2}), torch::tensor({5})})), c10::Error);
+  EXPECT_TRUE(torch::equal(runtime({torch::ones({2, 2}), torch::tensor({1})}).toTensor(),
+                           torch::tensor({{1.f, 1.f}, {0.f, 0.f}})));
+}
+
+} // namespace
+} // namespace srt::testing
