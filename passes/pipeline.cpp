@@ -18,6 +18,10 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"conv_bn_folding", foldConvBatchNorm},
       // After constant_folding (its weights must be constants); emits the fused ops directly.
       {"encoder_layer_decomposition", decomposeEncoderLayers},
+      // Early: replaces nn.MultiheadAttention's whole inlined forward (hundreds of nodes of checks
+      // and a slow path other passes would otherwise work through) by the fused kernel and a
+      // linear, which gemm_residual_add then joins with the residual.
+      {"multihead_attention_module", fuseMultiheadAttentionModules},
       // Before element-wise fusion, which would otherwise take the normalization's tail, and
       // before attention fusion, whose input is often this layer norm's output.
       {"layer_norm_fusion", fuseLayerNorm},
