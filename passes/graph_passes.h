@@ -78,6 +78,10 @@ bool decomposeEncoderLayers(GraphPtr& graph);
 // checks between them) -> srt::multi_head_attention + linear (multihead_attention_module.cpp).
 bool fuseMultiheadAttentionModules(GraphPtr& graph);
 
+// aten::dim of a tensor whose rank the graph fixes -> a constant, and the checks on it folded
+// (rank_folding.cpp).
+bool foldKnownRanks(GraphPtr& graph);
+
 // Hand-written layer norm (mean, variance, root, affine) as one aten::layer_norm.
 bool fuseLayerNorm(GraphPtr& graph);
 

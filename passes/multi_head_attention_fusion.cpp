@@ -193,8 +193,8 @@ bool rowsOfLinear(Value* piece, HeadSource& source) {
     const std::optional<int64_t> rank = knownRank(whole);
     const std::optional<int64_t> dim = constantInt(split->input(2));
     const std::optional<int64_t> each = knownSize(node->output(0), -1);
-    if (!rank || !dim || normalizedDim(*dim, rank) != *rank - 1 || !each ||
-        node->input(0)->uses().size() != 1) {
+    const bool last = dim && (*dim == -1 || (rank && normalizedDim(*dim, rank) == *rank - 1));
+    if (!last || !each || node->input(0)->uses().size() != 1) {
       return false;
     }
     // Pieces before this one are all `each` wide (only the last of a split may be shorter).
@@ -208,8 +208,8 @@ bool rowsOfLinear(Value* piece, HeadSource& source) {
     const std::optional<int64_t> start =
         node->input(2)->type()->kind() == c10::TypeKind::NoneType ? 0 : knownInt(node->input(2));
     const std::optional<int64_t> step = constantInt(node->input(4));
-    if (!rank || !dim || normalizedDim(*dim, rank) != *rank - 1 || !start || *start < 0 ||
-        step != 1) {
+    const bool last = dim && (*dim == -1 || (rank && normalizedDim(*dim, rank) == *rank - 1));
+    if (!last || !start || *start < 0 || step != 1) {
       return false;
     }
     source.row_begin = *start;
@@ -411,6 +411,29 @@ bool readOnlyInside(const MhaMatch& match) {
   return true;
 }
 
+// The merge's last size: D or -1 (known numbers), or x's (when Din == D) or a whole projection's
+// last size, asked as size(t, 2) or size(t, -1) (x is 3-D there: B and T are its first two).
+bool isModelDim(const Value* value, const MhaMatch& match, int64_t d_in) {
+  const std::optional<int64_t> known = knownInt(value);
+  if (known) {
+    return *known == match.d_model || *known == -1;
+  }
+  const std::optional<SizeOf> size = sizeOf(value);
+  if (!size || (size->dim != 2 && size->dim != -1)) {
+    return false;
+  }
+  if (size->tensor == match.x) {
+    return d_in == match.d_model;
+  }
+  for (const HeadSource& source : match.sources) {
+    if (size->tensor == source.linear->output() &&
+        constantTensor(source.linear->input(1))->size(0) == match.d_model) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `t` is [.., T, T] with ones on and below the diagonal and zeros above, T being x's seq:
 // tril(ones(T, T)), or a constant buffer of that pattern (leading dims 1) sliced [..., :T, :T].
 bool isLowerTriangularOnes(const Value* t, const Value* x) {
@@ -537,8 +560,7 @@ std::optional<MhaMatch> matchMultiHeadAttention(Node* attention, torch::jit::Ali
   if (merged.size() != 3 || !isBatchAndSeq({merged[0], merged[1]}, match.x)) {
     return std::nullopt;
   }
-  const std::optional<int64_t> model_dim = knownInt(merged[2]);
-  if (!model_dim || (*model_dim != match.d_model && *model_dim != -1)) {
+  if (!isModelDim(merged[2], match, d_in)) {
     return std::nullopt;
   }
   if (!readOnlyInside(match)) {

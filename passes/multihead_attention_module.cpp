@@ -21,6 +21,7 @@
 // of the If blocks and tuples to the one top-level value the module returns; the If producing it
 // must hold the slow path of the same module (a linear on the same out_proj weight) in its other
 // branch, and the attention weights must be unused.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -185,6 +186,41 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   return match;
 }
 
+bool unused(const Node* node) {
+  for (const Value* output : node->outputs()) {
+    if (!output->uses().empty()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// `node` and what only it read, transitively, in its block: the fast-path checks (why_not_fast_path:
+// reads of dtype, device, autocast and grad mode the dead-code elimination keeps).
+void destroyUnusedProducers(Node* node) {
+  std::vector<Node*> work{node};
+  const Block* block = node->owningBlock();
+  while (!work.empty()) {
+    Node* next = work.back();
+    work.pop_back();
+    if (next->kind() == c10::prim::Param || next->owningBlock() != block || !unused(next) ||
+        next->kind() == c10::prim::Constant) {
+      continue;
+    }
+    std::vector<Node*> producers;
+    for (Value* input : next->inputs()) {
+      producers.push_back(input->node());
+    }
+    next->destroy();
+    for (Node* producer : producers) {
+      // Pushed once per read; a producer read twice is destroyed when its last reader is.
+      if (std::find(work.begin(), work.end(), producer) == work.end()) {
+        work.push_back(producer);
+      }
+    }
+  }
+}
+
 void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
   Node* native = match.native;
   Value* result = nullptr;
@@ -221,14 +257,10 @@ void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
   // dead-code elimination.
   match.unpack->destroy();
   match.branches->destroy();
-  if (match.fast_path != match.branches) {
-    bool used = false;
-    for (const Value* output : match.fast_path->outputs()) {
-      used = used || !output->uses().empty();
-    }
-    if (!used) {
-      match.fast_path->destroy();
-    }
+  if (match.fast_path != match.branches && unused(match.fast_path)) {
+    Node* checks = match.fast_path->input(0)->node();
+    match.fast_path->destroy();
+    destroyUnusedProducers(checks);
   }
 }
 

@@ -52,10 +52,10 @@ bool isKind(const Node* node, const char* kind) {
 // Ops whose output has their first input's shape (what attention code puts between a tensor and
 // the size it asks of it).
 bool keepsShape(const Node* node) {
-  static const char* const kinds[] = {
-      "aten::contiguous", "aten::layer_norm", "aten::gelu",     "aten::relu",
-      "aten::dropout",    "aten::softmax",    "aten::masked_fill", "aten::detach",
-      "aten::clone",      "srt::maybe_copy"};
+  // (Not masked_fill: its result takes the broadcast shape of the tensor and the mask.)
+  static const char* const kinds[] = {"aten::contiguous", "aten::layer_norm", "aten::gelu",
+                                      "aten::relu",       "aten::dropout",    "aten::softmax",
+                                      "aten::detach",     "aten::clone"};
   for (const char* kind : kinds) {
     if (isKind(node, kind)) {
       return true;
@@ -127,6 +127,24 @@ std::optional<Piece> pieceOf(const Value* value) {
   return Piece{split, value->offset(), unpack->outputs().size()};
 }
 
+// The size of a split/chunk piece along the split dim, of `total` in all.
+std::optional<int64_t> pieceWidth(const Piece& piece, std::optional<int64_t> total) {
+  const Node* split = piece.split;
+  const std::optional<int64_t> arg = knownInt(split->input(1));
+  if (!total || !arg || *arg <= 0) {
+    return std::nullopt;
+  }
+  // split: pieces of `arg` (the last one shorter); chunk: ceil(total / arg) per piece.
+  const bool is_chunk = isKind(split, "aten::chunk") || isKind(split, "aten::unsafe_chunk");
+  const int64_t each = is_chunk ? (*total + *arg - 1) / *arg : *arg;
+  const int64_t start = static_cast<int64_t>(piece.index) * each;
+  if (each > 0 && start < *total &&
+      (*total + each - 1) / each == static_cast<int64_t>(piece.count)) {
+    return std::min(each, *total - start);
+  }
+  return std::nullopt;
+}
+
 // The dim argument of split/chunk/unbind, normalized.
 std::optional<int64_t> splitDim(const Node* split) {
   const size_t dim_input = isKind(split, "aten::unbind") ? 1 : 2;
@@ -144,13 +162,18 @@ std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank) {
   return dim < 0 ? dim + *rank : dim;
 }
 
-std::optional<int64_t> knownRank(const Value* value) {
+namespace {
+
+std::optional<int64_t> rankOf(const Value* value, bool use_asserts) {
   if (auto type = value->type()->cast<c10::TensorType>()) {
     if (auto dims = type->dim()) {
       return static_cast<int64_t>(*dims);
     }
   } else {
     return std::nullopt;
+  }
+  if (const std::optional<at::Tensor> constant = constantTensor(value)) {
+    return constant->dim();
   }
   const Node* node = value->node();
   if (isKind(node, "aten::permute")) {
@@ -166,22 +189,59 @@ std::optional<int64_t> knownRank(const Value* value) {
       return static_cast<int64_t>(list->size());
     }
   } else if (isKind(node, "aten::transpose") || isKind(node, "aten::linear") || keepsShape(node)) {
-    if (auto rank = knownRank(node->input(0))) {
+    if (auto rank = rankOf(node->input(0), use_asserts)) {
       return rank;
     }
   } else if (const std::optional<Piece> piece = pieceOf(value)) {
-    const auto rank = knownRank(piece->split->input(0));
+    const auto rank = rankOf(piece->split->input(0), use_asserts);
     if (rank) {
       return isKind(piece->split, "aten::unbind") ? *rank - 1 : *rank;
     }
   } else if (isKind(node, "aten::select")) {
-    if (auto rank = knownRank(node->input(0))) {
+    if (auto rank = rankOf(node->input(0), use_asserts)) {
       return *rank - 1;
     }
   } else if (isKind(node, "aten::slice")) {
-    if (auto rank = knownRank(node->input(0))) {
+    if (auto rank = rankOf(node->input(0), use_asserts)) {
       return rank;
     }
+  } else if (isKind(node, "srt::fused_linear") && node->inputs().size() >= 5) {
+    // The residual added after the GEMM broadcasts.
+    const auto rank = rankOf(node->input(0), use_asserts);
+    const bool residual = node->input(4)->type()->kind() != c10::TypeKind::NoneType;
+    const auto residual_rank = residual ? rankOf(node->input(4), use_asserts) : rank;
+    if (rank && residual_rank) {
+      return std::max(*rank, *residual_rank);
+    }
+  } else if (isKind(node, "srt::multi_head_attention")) {
+    return 3; // [batch, seq, d_model], or the op raises
+  } else if (isKind(node, "aten::expand") && node->inputs().size() >= 2) {
+    if (node->input(1)->node()->kind() == c10::prim::ListConstruct) {
+      return static_cast<int64_t>(node->input(1)->node()->inputs().size());
+    }
+  } else if ((isKind(node, "aten::add") || isKind(node, "aten::sub") ||
+              isKind(node, "aten::mul") || isKind(node, "aten::div")) &&
+             node->inputs().size() >= 2 &&
+             node->input(1)->type()->kind() == c10::TypeKind::TensorType) {
+    // Broadcasting: the larger rank.
+    const auto a = rankOf(node->input(0), use_asserts);
+    const auto b = rankOf(node->input(1), use_asserts);
+    if (a && b) {
+      return std::max(*a, *b);
+    }
+  } else if (isKind(node, "aten::cat") &&
+             node->input(0)->node()->kind() == c10::prim::ListConstruct) {
+    // Every piece has the result's rank (but legacy empty 1-D pieces, which the larger rank
+    // outvotes).
+    std::optional<int64_t> rank;
+    for (const Value* piece : node->input(0)->node()->inputs()) {
+      const auto r = rankOf(piece, use_asserts);
+      if (!r) {
+        return std::nullopt;
+      }
+      rank = std::max(rank.value_or(0), *r);
+    }
+    return rank;
   }
   // size(value) unpacked into n ints: ListUnpack raises unless value has rank n.
   for (const torch::jit::Use& use : value->uses()) {
@@ -194,12 +254,65 @@ std::optional<int64_t> knownRank(const Value* value) {
       }
     }
   }
-  return assertedRank(value);
+  return use_asserts ? assertedRank(value) : std::nullopt;
 }
+
+} // namespace
+
+std::optional<int64_t> knownRank(const Value* value) {
+  return rankOf(value, /*use_asserts=*/true);
+}
+
+std::optional<int64_t> derivedRank(const Value* value) {
+  return rankOf(value, /*use_asserts=*/false);
+}
+
+namespace {
+
+// The last size of a tensor whose rank is unknown: what a linear makes or reads, through ops that
+// keep the shape.
+std::optional<int64_t> lastSize(const Value* tensor) {
+  const Node* node = tensor->node();
+  if (const std::optional<at::Tensor> constant = constantTensor(tensor)) {
+    return constant->dim() > 0 ? std::optional<int64_t>(constant->size(-1)) : std::nullopt;
+  }
+  if (node->matches(kLinear)) {
+    const std::optional<at::Tensor> weight = constantTensor(node->input(1));
+    if (weight && weight->dim() == 2) {
+      return weight->size(0);
+    }
+  } else if (keepsShape(node)) {
+    if (auto size = lastSize(node->input(0))) {
+      return size;
+    }
+  } else if (const std::optional<Piece> piece = pieceOf(tensor)) {
+    const size_t dim_input = isKind(piece->split, "aten::unbind") ? 1 : 2;
+    if (piece->split->inputs().size() > dim_input &&
+        constantInt(piece->split->input(dim_input)) == -1 &&
+        !isKind(piece->split, "aten::unbind")) {
+      return pieceWidth(*piece, lastSize(piece->split->input(0)));
+    }
+  }
+  for (const torch::jit::Use& use : tensor->uses()) {
+    const Node* user = use.user;
+    if (use.offset == 0 && user->matches(kLinear) && user->owningBlock() == definingBlock(tensor)) {
+      const std::optional<at::Tensor> weight = constantTensor(user->input(1));
+      if (weight && weight->dim() == 2) {
+        return weight->size(1);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
 
 std::optional<int64_t> knownSize(const Value* tensor, int64_t dim) {
   const std::optional<int64_t> rank = knownRank(tensor);
   const std::optional<int64_t> d = normalizedDim(dim, rank);
+  if (!rank && dim == -1) {
+    return lastSize(tensor);
+  }
   if (!d) {
     return std::nullopt;
   }
@@ -284,17 +397,8 @@ std::optional<int64_t> knownSize(const Value* tensor, int64_t dim) {
     if (along && *d != *along) {
       return knownSize(split->input(0), *d);
     }
-    const std::optional<int64_t> total = along ? knownSize(split->input(0), *along) : std::nullopt;
-    const std::optional<int64_t> arg = knownInt(split->input(1));
-    if (total && arg && *arg > 0) {
-      // split: pieces of `arg` (the last one shorter); chunk: ceil(total / arg) per piece.
-      const bool is_chunk = isKind(split, "aten::chunk") || isKind(split, "aten::unsafe_chunk");
-      const int64_t each = is_chunk ? (*total + *arg - 1) / *arg : *arg;
-      const int64_t start = static_cast<int64_t>(piece->index) * each;
-      if (each > 0 && start < *total && (*total + each - 1) / each ==
-                                             static_cast<int64_t>(piece->count)) {
-        return std::min(each, *total - start);
-      }
+    if (along) {
+      return pieceWidth(*piece, knownSize(split->input(0), *along));
     }
   }
   // A reader that fixes the size: linear(tensor, W) needs tensor.size(-1) == W.size(1).

@@ -20,6 +20,9 @@ namespace srt::passes {
 // The rank of a tensor value when the graph fixes it.
 std::optional<int64_t> knownRank(const torch::jit::Value* value);
 
+// knownRank without what asserts on the value say: what such an assert can be checked against.
+std::optional<int64_t> derivedRank(const torch::jit::Value* value);
+
 // `dim` as an index in [0, rank); std::nullopt when the rank is unknown or `dim` out of range.
 std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank);
 

@@ -410,9 +410,20 @@ def test_unbatched_input_still_runs_when_the_rank_is_not_proven():
 
 
 def test_gpt2_block_and_vit_fuse_to_as_few_nodes_as_the_zoo_block():
-    """The zoo's pre-LN block keeps 6 nodes (2 layer_norm, the fused attention, out_proj + residual,
-    ffn_in + gelu, ffn_out + residual); a GPT-2 block adds only its causal mask (two slices of the
-    buffer and the comparison)."""
+    """The zoo's pre-LN block keeps 6 nodes: 2 layer_norm, the fused attention, out_proj + residual,
+    ffn_in + gelu, ffn_out + residual. So must a GPT-2 block (its causal mask included) and every
+    encoder block of torchvision's ViT (its `x.dim() == 3` asserts folded)."""
     torch.manual_seed(0)
     gpt2 = static_runtime.StaticModule(torch.jit.script(Gpt2Block().eval()))
-    assert gpt2.stats()["nodes"] <= 6 + 4, gpt2.graph
+    assert gpt2.stats()["nodes"] == 6, gpt2.graph
+    vit = static_runtime.StaticModule(torch.jit.script(_vit().eval()))
+    graph = vit.graph
+    # The blocks' `x.dim() == 3` asserts and nn.MultiheadAttention's checks are gone; the image
+    # size checks of the stem stay (they check the caller's input).
+    for gone in ("aten::dim", "prim::dtype", "aten::is_autocast_enabled", "aten::__isnot__"):
+        assert _count(graph, gone) == 0, f"{gone} left in\n{graph}"
+    assert _count(graph, "prim::RaiseException") == 2, graph
+    # Per block: layer_norm, srt::multi_head_attention, fused_linear (+ residual), layer_norm,
+    # fused_linear (gelu), fused_linear (+ residual).
+    assert _count(graph, "aten::layer_norm") == 2 * 2 + 1, graph
+    assert _count(graph, "srt::fused_linear") == 2 * 3, graph

@@ -1,6 +1,7 @@
 // shape_facts (passes/shape_facts.cpp): the ranks, sizes and numbers a graph fixes, and the ones
 // it does not.
 #include <cmath>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -41,21 +42,16 @@ graph(%x : Tensor, %y : Tensor, %w : Tensor):
   return (%scale, %yroot, %v)
 )IR";
 
-torch::jit::Value* named(torch::jit::Graph& graph, const std::string& name) {
+// Output `output` of the `nth` node of `kind` (parseIR keeps no value names but the inputs').
+torch::jit::Value* outputOf(torch::jit::Graph& graph, const std::string& kind, size_t nth = 0,
+                            size_t output = 0) {
   for (torch::jit::Node* node : graph.nodes()) {
-    for (torch::jit::Value* output : node->outputs()) {
-      if (output->debugName() == name) {
-        return output;
-      }
+    if (node->kind() == c10::Symbol::fromQualString(kind) && nth-- == 0) {
+      return node->output(output);
     }
   }
-  for (torch::jit::Value* input : graph.inputs()) {
-    if (input->debugName() == name) {
-      return input;
-    }
-  }
-  ADD_FAILURE() << "no value %" << name;
-  return nullptr;
+  ADD_FAILURE() << "no " << kind << " in\n" << graph;
+  return graph.inputs()[0];
 }
 
 std::shared_ptr<torch::jit::Graph> gpt2Graph() {
@@ -69,23 +65,25 @@ std::shared_ptr<torch::jit::Graph> gpt2Graph() {
 
 TEST(ShapeFacts, ProvesGpt2HeadSizeAndScale) {
   auto graph = gpt2Graph();
-  EXPECT_EQ(passes::knownRank(named(*graph, "x")), 3); // unpacked into three sizes
-  EXPECT_EQ(passes::knownSize(named(*graph, "x"), -1), 32); // what the projection reads
-  EXPECT_EQ(passes::knownSize(named(*graph, "qkv"), 2), 96);
-  EXPECT_EQ(passes::knownSize(named(*graph, "v"), -1), 32);
-  EXPECT_EQ(passes::knownInt(named(*graph, "dh")), 8);
-  EXPECT_EQ(passes::knownSize(named(*graph, "kh"), 3), 8);
-  const std::optional<double> scale = passes::knownNumber(named(*graph, "scale"));
+  torch::jit::Value* x = graph->inputs()[0];
+  EXPECT_EQ(passes::knownRank(x), 3); // unpacked into three sizes
+  EXPECT_EQ(passes::knownSize(x, -1), 32); // what the projection reads
+  EXPECT_EQ(passes::knownSize(outputOf(*graph, "aten::linear"), 2), 96);
+  EXPECT_EQ(passes::knownSize(outputOf(*graph, "prim::ListUnpack", 1, 2), -1), 32); // v
+  EXPECT_EQ(passes::knownInt(outputOf(*graph, "aten::floordiv")), 8);
+  EXPECT_EQ(passes::knownSize(outputOf(*graph, "aten::transpose"), 3), 8);
+  const std::optional<double> scale = passes::knownNumber(graph->outputs()[0]);
   ASSERT_TRUE(scale.has_value());
   EXPECT_DOUBLE_EQ(*scale, 1.0 / std::sqrt(8.0));
 }
 
 TEST(ShapeFacts, LeavesUnknownWhatNothingFixes) {
   auto graph = gpt2Graph();
-  EXPECT_FALSE(passes::knownRank(named(*graph, "y")).has_value());
-  EXPECT_FALSE(passes::knownNumber(named(*graph, "yroot")).has_value());
-  EXPECT_FALSE(passes::knownInt(named(*graph, "B")).has_value()); // x's batch: a run-time size
-  EXPECT_FALSE(passes::knownSize(named(*graph, "kh"), 2).has_value()); // T
+  EXPECT_FALSE(passes::knownRank(graph->inputs()[1]).has_value());
+  EXPECT_FALSE(passes::knownNumber(graph->outputs()[1]).has_value());
+  // x's batch and T: run-time sizes.
+  EXPECT_FALSE(passes::knownInt(outputOf(*graph, "prim::ListUnpack")).has_value());
+  EXPECT_FALSE(passes::knownSize(outputOf(*graph, "aten::transpose"), 2).has_value());
 }
 
 TEST(ShapeFacts, RankFromAnAssert) {
@@ -96,11 +94,11 @@ graph(%x : Tensor, %y : Tensor):
   %none : NoneType = prim::Constant()
   %d : int = aten::dim(%x)
   %ok : bool = aten::eq(%d, %3)
-   = prim::If(%ok)
+  prim::If(%ok)
     block0():
       -> ()
     block1():
-       = prim::RaiseException(%msg, %none)
+      prim::RaiseException(%msg, %none)
       -> ()
   %dy : int = aten::dim(%y)
   %is3 : bool = aten::eq(%dy, %3)
