@@ -2,15 +2,21 @@
 // scale) (ops/attention/attention.cpp), so the S x S scores never become a graph value.
 //
 // Matched from the final matmul backwards:
+//   softmax over the last dim, no dtype
+//   scale   mul or div by a number the graph fixes (a constant, `math.sqrt(d)`, or
+//           `1 / math.sqrt(k.size(-1))` of a known head size; passes/shape_facts.h), on the scores,
+//           on q, on k or on kᵀ, any number of times; the factors multiply
+//   mask    add(scores, mask) with alpha 1 either order, the zoo's `if mask is not None: scores =
+//           scores + mask` (the mask stays Optional), or masked_fill(scores, mask, -inf) (a
+//           boolean mask); scales after the mask only over a -inf fill and when positive
 //   kᵀ      transpose(k, -2, -1) (or the last two dims spelled positively, or a permute swapping
 //           them) when k's rank is known
-//   scale   mul or div of the scores by a constant number, or none
-//   mask    add(scores, mask) with alpha 1, or the zoo's `if mask is not None: scores = scores +
-//           mask` (a prim::If on `mask is not None`, the mask stays Optional), or none
-//   softmax over the last dim, no dtype
-// Every intermediate must be used only by the next step, all in one block, and no input may be
-// written anywhere in the graph (the fused node reads them where the final matmul was).
+// Every step of the scores must be read only by the next, all in one block (else they are
+// computed anyway: nothing saved), and no input may be written anywhere in the graph (the fused
+// node reads them where the final matmul was). The replaced nodes go by dead-code elimination, so
+// anything else that reads them keeps them.
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <vector>
@@ -21,6 +27,8 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/graph_passes.h"
+#include "passes/rewrite_safety.h"
+#include "passes/shape_facts.h"
 
 namespace srt::passes {
 namespace {
@@ -45,56 +53,8 @@ std::optional<double> constantNumber(const Value* value) {
   return constant->isInt() ? static_cast<double>(constant->toInt()) : constant->toDouble();
 }
 
-std::optional<std::vector<int64_t>> constantIntList(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
-  if (!constant || !constant->isIntList()) {
-    return std::nullopt;
-  }
-  return constant->toIntVector();
-}
-
 bool isNoneConstant(const Value* value) {
   return value->type()->kind() == c10::TypeKind::NoneType;
-}
-
-// The rank of a tensor value when the graph fixes it: its type, or a producer whose output rank
-// follows from constant arguments (the head-split permute/view of attention code).
-std::optional<int64_t> knownRank(const Value* value) {
-  if (auto type = value->type()->cast<c10::TensorType>()) {
-    if (auto dims = type->dim()) {
-      return static_cast<int64_t>(*dims);
-    }
-  }
-  const Node* node = value->node();
-  if (node->matches("aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)")) {
-    if (auto dims = constantIntList(node->input(1))) {
-      return static_cast<int64_t>(dims->size());
-    }
-  } else if (node->matches("aten::view(Tensor(a) self, int[] size) -> Tensor(a)") ||
-             node->matches("aten::reshape(Tensor(a) self, int[] shape) -> Tensor(a)")) {
-    const Value* sizes = node->input(1);
-    if (sizes->node()->kind() == c10::prim::ListConstruct) {
-      return static_cast<int64_t>(sizes->node()->inputs().size());
-    }
-    if (auto list = constantIntList(sizes)) {
-      return static_cast<int64_t>(list->size());
-    }
-  } else if (node->matches("aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> "
-                           "Tensor(a)") ||
-             node->matches("aten::contiguous(Tensor(a) self, *, MemoryFormat "
-                           "memory_format=contiguous_format) -> Tensor(a)")) {
-    return knownRank(node->input(0));
-  }
-  return std::nullopt;
-}
-
-// `dim` as a non-negative index into a tensor of `rank` dims; std::nullopt when the rank is
-// unknown or the dim out of range.
-std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank) {
-  if (!rank || dim < -*rank || dim >= *rank) {
-    return std::nullopt;
-  }
-  return dim < 0 ? dim + *rank : dim;
 }
 
 bool usedOnlyBy(const Value* value, const Node* user) {
@@ -147,9 +107,8 @@ struct AttentionMatch {
   Value* k = nullptr;
   Value* v = nullptr;
   Value* mask = nullptr; // nullptr: no mask
+  bool mask_fills = false; // masked_fill(-inf) rather than added
   double scale = 1.0;
-  // Pattern nodes, users before producers (the order they can be destroyed in).
-  std::vector<Node*> nodes;
 };
 
 // The mask branch `if mask is not None: scores = scores + mask`: `node` is the prim::If, `scores`
@@ -202,37 +161,68 @@ Value* optionalMaskIf(Node* node, Value*& scores) {
   return mask;
 }
 
-// Everything above the softmax: scaled scores and the matmul of q and kᵀ.
-bool matchScores(Value* scaled, AttentionMatch& match) {
-  Value* product = scaled;
-  Node* scale_node = scaled->node();
-  if (scale_node->matches("aten::mul.Scalar(Tensor self, Scalar other) -> Tensor") ||
-      scale_node->matches("aten::div.Scalar(Tensor self, Scalar other) -> Tensor")) {
-    const std::optional<double> factor = constantNumber(scale_node->input(1));
-    const bool is_div = scale_node->kind() == c10::aten::div;
-    if (!factor || (is_div && *factor == 0.0) || scale_node->input(0)->uses().size() != 1 ||
-        scale_node->owningBlock() != match.output_matmul->owningBlock()) {
-      return false;
+// `t * s` or `t / s` for a number s the graph fixes (a constant, or `sqrt(k.size(-1))` of a
+// known head size): returns t and multiplies `scale` by s (or 1 / s).
+Value* scaledInput(Value* scaled, const Block* block, double& scale) {
+  Node* node = scaled->node();
+  const bool is_mul = node->matches("aten::mul.Scalar(Tensor self, Scalar other) -> Tensor");
+  const bool is_div = node->matches("aten::div.Scalar(Tensor self, Scalar other) -> Tensor");
+  if ((!is_mul && !is_div) || node->owningBlock() != block) {
+    return nullptr;
+  }
+  const std::optional<double> factor = knownNumber(node->input(1));
+  if (!factor || !std::isfinite(*factor) || *factor == 0.0) {
+    return nullptr;
+  }
+  scale *= is_div ? 1.0 / *factor : *factor;
+  return node->input(0);
+}
+
+// An operand of q @ kᵀ with its scales (single-use ones only: a scaled q read elsewhere stays the
+// operand) folded into `scale`.
+Value* unscaledOperand(Value* operand, const Block* block, double& scale) {
+  for (;;) {
+    double factor = 1.0;
+    Value* inner = operand->uses().size() == 1 ? scaledInput(operand, block, factor) : nullptr;
+    if (inner == nullptr) {
+      return operand;
     }
-    match.scale = is_div ? 1.0 / *factor : *factor;
-    match.nodes.push_back(scale_node);
-    product = scale_node->input(0);
+    scale *= factor;
+    operand = inner;
   }
-  Node* scores = product->node();
-  if (!scores->matches("aten::matmul(Tensor self, Tensor other) -> Tensor") ||
-      scores->owningBlock() != match.output_matmul->owningBlock()) {
-    return false;
+}
+
+// The additive mask `scores + mask` (either order, alpha 1), the `if mask is not None` branch,
+// or the boolean `scores.masked_fill(mask, -inf)`: returns the mask and sets `scores`.
+Value* maskOf(Node* node, const Block* block, Value*& scores) {
+  if (node->owningBlock() != block) {
+    return nullptr;
   }
-  Value* kt = scores->input(1);
-  const std::optional<Value*> k = transposedKey(kt);
-  if (!k || !usedOnlyBy(kt, scores) || kt->node()->owningBlock() != scores->owningBlock()) {
-    return false;
+  if (Value* mask = optionalMaskIf(node, scores)) {
+    return mask;
   }
-  match.q = scores->input(0);
-  match.k = *k;
-  match.nodes.push_back(scores);
-  match.nodes.push_back(kt->node());
-  return true;
+  if (node->matches("aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor")) {
+    // Only -inf: a finite fill replaces the score where the kernel's float masks add.
+    const std::optional<double> value = constantNumber(node->input(2));
+    if (!value || !(std::isinf(*value) && *value < 0)) {
+      return nullptr;
+    }
+    scores = node->input(0);
+    return node->input(1);
+  }
+  if (node->matches("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor") &&
+      constantNumber(node->input(2)) == 1.0) {
+    // Addition commutes: the scores side is the one produced by a scale or q @ kᵀ.
+    for (int side : {0, 1}) {
+      const Node* producer = node->input(side)->node();
+      if (producer->kind() == c10::aten::matmul || producer->kind() == c10::aten::mul ||
+          producer->kind() == c10::aten::div) {
+        scores = node->input(side);
+        return node->input(1 - side);
+      }
+    }
+  }
+  return nullptr;
 }
 
 std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::AliasDb& alias_db) {
@@ -242,7 +232,6 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
   AttentionMatch match;
   match.output_matmul = output_matmul;
   match.v = output_matmul->input(1);
-  match.nodes.push_back(output_matmul);
   const Block* block = output_matmul->owningBlock();
 
   Value* weights = output_matmul->input(0);
@@ -257,42 +246,51 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
   if (!softmax_dim) {
     return std::nullopt;
   }
-  match.nodes.push_back(softmax);
 
-  Value* masked = softmax->input(0);
-  Node* mask_node = masked->node();
-  Value* scaled = masked;
-  if (!usedOnlyBy(masked, softmax)) {
-    return std::nullopt;
-  }
-  if (mask_node->owningBlock() == block) {
-    if (Value* mask = optionalMaskIf(mask_node, scaled)) {
-      match.mask = mask;
-      match.nodes.push_back(mask_node);
-    } else if (mask_node->matches("aten::add.Tensor(Tensor self, Tensor other, *, Scalar "
-                                  "alpha=1) -> Tensor") &&
-               constantNumber(mask_node->input(2)) == 1.0) {
-      // scores + mask or mask + scores: addition commutes; the scores side is the one that
-      // matches the rest of the pattern.
-      match.nodes.push_back(mask_node);
-      for (int side : {0, 1}) {
-        AttentionMatch attempt = match;
-        attempt.mask = mask_node->input(1 - side);
-        if (usedOnlyBy(mask_node->input(side), mask_node) &&
-            matchScores(mask_node->input(side), attempt)) {
-          match = std::move(attempt);
-          scaled = nullptr;
-          break;
-        }
-      }
-      if (scaled != nullptr) {
-        return std::nullopt;
-      }
+  // From the softmax back to q @ kᵀ: scales, at most one mask, more scales. Each intermediate
+  // read only by the next step (else it would be computed anyway, and the fusion saves nothing).
+  Value* scores = softmax->input(0);
+  const Node* reader = softmax;
+  double outer_scale = 1.0; // applied after the mask
+  for (;;) {
+    // (nullptr: the reads were checked by the step, as for the two of the Optional-mask If.)
+    if (reader != nullptr && !usedOnlyBy(scores, reader)) {
+      return std::nullopt;
+    }
+    Node* node = scores->node();
+    double factor = 1.0;
+    if (Value* inner = scaledInput(scores, block, factor)) {
+      (match.mask == nullptr ? outer_scale : match.scale) *= factor;
+      scores = inner;
+      reader = node;
+    } else if (Value* inner = nullptr; match.mask == nullptr && (match.mask = maskOf(node, block,
+                                                                                   inner))) {
+      match.mask_fills = node->kind() == c10::aten::masked_fill;
+      scores = inner;
+      reader = node->kind() == c10::prim::If ? nullptr : node;
+    } else {
+      break;
     }
   }
-  if (scaled != nullptr && !matchScores(scaled, match)) {
+  // A scale after the mask: the same as before it only for -inf fills and a positive scale
+  // ((s + m) * c is not s * c + m).
+  if (outer_scale != 1.0 && match.mask != nullptr && !(match.mask_fills && outer_scale > 0)) {
     return std::nullopt;
   }
+  match.scale *= outer_scale;
+
+  Node* product = scores->node();
+  if (!product->matches("aten::matmul(Tensor self, Tensor other) -> Tensor") ||
+      product->owningBlock() != block) {
+    return std::nullopt;
+  }
+  match.q = unscaledOperand(product->input(0), block, match.scale);
+  Value* kt = unscaledOperand(product->input(1), block, match.scale);
+  const std::optional<Value*> k = transposedKey(kt);
+  if (!k || kt->uses().size() != 1 || kt->node()->owningBlock() != block) {
+    return std::nullopt;
+  }
+  match.k = unscaledOperand(*k, block, match.scale);
 
   // softmax over the last dim of the scores: -1, or rank - 1 when the rank is known (q and k of
   // one rank, and a mask that cannot add dims).
@@ -318,15 +316,14 @@ void rewrite(const AttentionMatch& match, torch::jit::Graph& graph) {
   torch::jit::WithInsertPoint guard(anchor);
   Value* mask = match.mask != nullptr ? match.mask : graph.insertConstant(c10::IValue());
   Value* scale = graph.insertConstant(match.scale);
+  Value* fills = graph.insertConstant(match.mask_fills);
+  Value* causal = graph.insertConstant(false); // multi_head_attention_fusion proves it
   Node* fused = graph.create(c10::Symbol::fromQualString("srt::attention"),
-                             {match.q, match.k, match.v, mask, scale}, 1);
+                             {match.q, match.k, match.v, mask, scale, fills, causal}, 1);
   graph.insertNode(fused);
   fused->output()->setType(anchor->output()->type());
   fused->copyMetadata(anchor);
   anchor->output()->replaceAllUsesWith(fused->output());
-  for (Node* node : match.nodes) {
-    node->destroy();
-  }
 }
 
 void collectCandidates(Block* block, std::vector<Node*>& candidates) {
@@ -340,14 +337,16 @@ void collectCandidates(Block* block, std::vector<Node*>& candidates) {
   }
 }
 
-// One rewrite at most: the next search sees the graph (and its aliasing) as rewritten.
-bool fuseOne(const std::shared_ptr<torch::jit::Graph>& graph) {
+// One rewrite at most: the next search sees the graph (and its aliasing) as rewritten, and the
+// replaced chain gone (dead-code elimination removes what only it read: the pattern's nodes).
+bool fuseOne(std::shared_ptr<torch::jit::Graph>& graph) {
   torch::jit::AliasDb alias_db(graph);
   std::vector<Node*> candidates;
   collectCandidates(graph->block(), candidates);
   for (Node* candidate : candidates) {
     if (std::optional<AttentionMatch> match = matchAttention(candidate, alias_db)) {
       rewrite(*match, *graph);
+      torch::jit::EliminateDeadCode(graph);
       return true;
     }
   }
@@ -360,10 +359,6 @@ bool fuseAttention(GraphPtr& graph) {
   bool changed = false;
   while (fuseOne(graph)) {
     changed = true;
-  }
-  if (changed) {
-    // The mask's `is not None` test and the like, now unused.
-    torch::jit::EliminateDeadCode(graph);
   }
   return changed;
 }

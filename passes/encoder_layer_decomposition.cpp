@@ -142,7 +142,8 @@ Value* emitDecomposed(Graph& graph, const Node* layer, const LayerConfig& c) {
 
   Value* attention_input = c.norm_first ? layerNorm(src, kNorm1Weight, kNorm1Bias) : src;
   Value* context = insert("srt::multi_head_attention", {attention_input, in(kQkvWeight),
-                                                        in(kQkvBias), c.num_heads, none, scale});
+                                                        in(kQkvBias), c.num_heads, none, scale,
+                                                        false, false});
   Value* x = fusedLinear(context, kProjWeight, kProjBias, "none", src);
   if (!c.norm_first) {
     x = layerNorm(x, kNorm1Weight, kNorm1Bias);
@@ -191,26 +192,6 @@ void decompose(Graph& graph, Node* layer, const LayerConfig& config, bool may_be
   layer->moveBefore(kept->return_node());
   kept->registerOutput(layer->output());
   layer->i_(kKeptForAten, 1);
-}
-
-// Whether some node of the graph may produce a nested tensor (_nested_tensor_from_mask,
-// nested_tensor, _nested_from_padded, ...). Callers' nested tensors are refused at the inputs.
-bool mayCreateNestedTensors(const Block* block) {
-  for (const Node* node : block->nodes()) {
-    const std::string name = node->kind().toUnqualString();
-    for (const Value* output : node->outputs()) {
-      if (name.find("nested") != std::string::npos &&
-          output->type()->kind() == c10::TypeKind::TensorType) {
-        return true;
-      }
-    }
-    for (const Block* sub_block : node->blocks()) {
-      if (mayCreateNestedTensors(sub_block)) {
-        return true;
-      }
-    }
-  }
-  return false;
 }
 
 // The layers whose mask is None or may be: a layer always given a mask stays ATen's, and so does

@@ -82,6 +82,14 @@ bool fuseElementwiseChains(GraphPtr& graph);
 // weights -> layer_norm, srt::multi_head_attention and srt::fused_linear on pre-packed weights
 // (encoder_layer_decomposition.cpp).
 bool decomposeEncoderLayers(GraphPtr& graph);
+// nn.MultiheadAttention(x, x, x, need_weights=False) as scripted (fast-path op, slow path and the
+// checks between them) -> srt::multi_head_attention + linear (multihead_attention_module.cpp).
+bool fuseMultiheadAttentionModules(GraphPtr& graph);
+
+// aten::dim of a tensor whose rank the graph fixes -> a constant, and the checks on it folded
+// (rank_folding.cpp).
+bool foldKnownRanks(GraphPtr& graph);
+
 // Hand-written layer norm (mean, variance, root, affine) as one aten::layer_norm.
 bool fuseLayerNorm(GraphPtr& graph);
 

@@ -20,6 +20,13 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"encoder_layer_decomposition", decomposeEncoderLayers},
       // Before the attention and GEMM fusions, which then see einsum's products as matmuls.
       {"einsum_lowering", lowerEinsums},
+      // Early: replaces nn.MultiheadAttention's whole inlined forward (hundreds of nodes of checks
+      // and a slow path other passes would otherwise work through) by the fused kernel and a
+      // linear, which gemm_residual_add then joins with the residual.
+      {"multihead_attention_module", fuseMultiheadAttentionModules},
+      // After multihead_attention_module, whose fused op fixes the rank of what follows it (and
+      // which needs the asserts this folds): drops `x.dim() == 3` checks the graph already proves.
+      {"rank_folding", foldKnownRanks},
       // Before element-wise fusion, which would otherwise take the normalization's tail, and
       // before attention fusion, whose input is often this layer norm's output.
       {"layer_norm_fusion", fuseLayerNorm},

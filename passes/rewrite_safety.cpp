@@ -1,6 +1,7 @@
 #include "passes/rewrite_safety.h"
 
 #include <algorithm>
+#include <string>
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -59,6 +60,24 @@ std::optional<std::vector<int64_t>> constantIntList(const Value* value) {
     return std::nullopt;
   }
   return constant->toIntVector();
+}
+
+bool mayCreateNestedTensors(const torch::jit::Block* block) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    const std::string name = node->kind().toUnqualString();
+    for (const Value* output : node->outputs()) {
+      if (name.find("nested") != std::string::npos &&
+          output->type()->kind() == c10::TypeKind::TensorType) {
+        return true;
+      }
+    }
+    for (const torch::jit::Block* sub_block : node->blocks()) {
+      if (mayCreateNestedTensors(sub_block)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 } // namespace srt::passes

@@ -10,6 +10,7 @@
 
 namespace torch::jit {
 class AliasDb;
+struct Block;
 struct Graph;
 struct Node;
 struct Value;
@@ -34,6 +35,11 @@ bool isTopLevel(const torch::jit::Node* node);
 // True when a `memory_format` argument is a constant None or torch.preserve_format: the op then
 // keeps its input's layout (what a rewrite into a same-layout copy or a no-op relies on).
 bool preservesMemoryFormat(const torch::jit::Value* memory_format);
+
+// Whether some node of `block` (sub-blocks included) may produce a nested tensor
+// (_nested_tensor_from_mask, nested_tensor, _nested_from_padded, ...). Callers' nested tensors are
+// refused at the inputs, so without such a node every tensor of the graph is dense.
+bool mayCreateNestedTensors(const torch::jit::Block* block);
 
 // The value of a constant int list (prim::Constant or a ListConstruct of constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value* value);

@@ -1,7 +1,13 @@
 // The attention ops the attention passes fuse into, as out-variant kernels:
-//   srt::attention(q, k, v, mask, scale)      = softmax(q @ kᵀ * scale [+ mask], -1) @ v
+//   srt::attention(q, k, v, mask, scale, mask_fills, causal)
+//     = softmax(q @ kᵀ * scale [+ mask], -1) @ v
 //   srt::multi_head_attention(x, w, b, H, ...) = the QKV projection (one GEMM with the three
 //     weights concatenated), head split, attention and head merge of a standard MHA block.
+// With mask_fills the mask is not added but sets the scores where it is True to -inf, as
+// scores.masked_fill(mask, -inf) does (how causal and padding masks are often written); the flag,
+// not the mask's dtype, decides, since `scores + bool_mask` adds 0/1 in eager code. With causal,
+// scores of key j > query i are -inf as well (GPT-2's tril buffer, sliced [:T, :T]): no mask
+// tensor is sliced, compared and read per call.
 // Fast path (float32, BLAS-compatible strides): per (batch, head) one sgemm for the scores straight
 // from the strided operands (for MHA: from the [B*S, 3D] projection in scratch, no copies), mask
 // and softmax row by row in place, and one sgemm writing the context into its slice of the output.
@@ -39,12 +45,20 @@ namespace {
 // ---- Reference implementations: what the JIT runs, and our fallback. -------------------------
 
 at::Tensor attentionReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const c10::optional<at::Tensor>& mask, double scale) {
+                              const c10::optional<at::Tensor>& mask, double scale,
+                              bool mask_fills, bool causal) {
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1));
   if (scale != 1.0) {
     scores = at::mul(scores, scale);
   }
-  if (mask) {
+  constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
+  if (causal) {
+    scores = scores.masked_fill(
+        at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).triu(1), kMinusInf);
+  }
+  if (mask && mask_fills) {
+    scores = scores.masked_fill(*mask, kMinusInf);
+  } else if (mask) {
     scores = at::add(scores, *mask);
   }
   return at::matmul(at::softmax(scores, -1), v);
@@ -52,7 +66,8 @@ at::Tensor attentionReference(const at::Tensor& q, const at::Tensor& k, const at
 
 at::Tensor multiHeadAttentionReference(const at::Tensor& x, const at::Tensor& qkv_weight,
                                        const c10::optional<at::Tensor>& qkv_bias, int64_t num_heads,
-                                       const c10::optional<at::Tensor>& mask, double scale) {
+                                       const c10::optional<at::Tensor>& mask, double scale,
+                                       bool mask_fills, bool causal) {
   TORCH_CHECK(qkv_weight.dim() == 2 && qkv_weight.size(0) % 3 == 0,
               "srt::multi_head_attention: qkv_weight must be [3 * d_model, d_in], got ",
               qkv_weight.sizes());
@@ -69,7 +84,7 @@ at::Tensor multiHeadAttentionReference(const at::Tensor& x, const at::Tensor& qk
         .reshape({batch, seq, num_heads, d_model / num_heads})
         .permute({0, 2, 1, 3});
   };
-  return attentionReference(heads(0), heads(1), heads(2), mask, scale)
+  return attentionReference(heads(0), heads(1), heads(2), mask, scale, mask_fills, causal)
       .permute({0, 2, 1, 3})
       .reshape({batch, seq, d_model});
 }
@@ -109,22 +124,25 @@ std::optional<BlasOperand> blasOperand(int64_t rows, int64_t cols, int64_t row_s
 // The mask broadcast to the scores' shape [batch..., sq, sk] (PyTorch's broadcasting: aligned on
 // the right, size-1 dimensions repeat): stride 0 along every broadcast dimension.
 struct MaskLayout {
-  const float* data = nullptr;
+  const float* data = nullptr;       // a float mask, added
+  const bool* bool_data = nullptr;   // or a boolean one: True -> -inf
   c10::SmallVector<int64_t, 4> batch_strides;
   int64_t row_stride = 0;
   int64_t col_stride = 0;
 };
 
-// std::nullopt when the fast path cannot add this mask: not float32, or broadcasting it would
-// change the scores' shape (ATen would then grow the result, or raise its own error).
-std::optional<MaskLayout> maskLayout(const c10::IValue& mask, at::IntArrayRef scores_sizes) {
+// std::nullopt when the fast path cannot apply this mask: not float32 (added) or bool (filling),
+// or broadcasting it would change the scores' shape (ATen would then grow the result, or raise).
+std::optional<MaskLayout> maskLayout(const c10::IValue& mask, at::IntArrayRef scores_sizes,
+                                     bool fills) {
   MaskLayout layout;
   if (mask.isNone()) {
     return layout;
   }
   const at::Tensor& m = mask.toTensor();
   const int64_t dims = static_cast<int64_t>(scores_sizes.size());
-  if (m.scalar_type() != at::kFloat || !m.is_cpu() || m.dim() > dims) {
+  const bool is_bool = m.scalar_type() == at::kBool;
+  if (m.scalar_type() != (fills ? at::kBool : at::kFloat) || !m.is_cpu() || m.dim() > dims) {
     return std::nullopt;
   }
   c10::SmallVector<int64_t, 6> strides(dims, 0);
@@ -135,7 +153,11 @@ std::optional<MaskLayout> maskLayout(const c10::IValue& mask, at::IntArrayRef sc
     }
     strides[target] = m.size(d) == 1 ? 0 : m.stride(d);
   }
-  layout.data = m.data_ptr<float>();
+  if (is_bool) {
+    layout.bool_data = m.data_ptr<bool>();
+  } else {
+    layout.data = m.data_ptr<float>();
+  }
   layout.batch_strides.assign(strides.begin(), strides.end() - 2);
   layout.row_stride = strides[dims - 2];
   layout.col_stride = strides[dims - 1];
@@ -165,6 +187,7 @@ struct HeadShape {
   BlasOperand v{};  // [sk, dv]
   int64_t mask_row_stride = 0;
   int64_t mask_col_stride = 0;
+  bool causal = false; // keys after the query's own row are masked
 };
 
 // Floats of scratch attendHead needs per head: its score matrix.
@@ -172,12 +195,38 @@ int64_t headScratchFloats(const HeadShape& s) {
   return s.sq * s.sk;
 }
 
+// One head's part of the mask: at most one of the two is set.
+struct HeadMask {
+  const float* add = nullptr;
+  const bool* fill = nullptr;
+};
+
+HeadMask headMask(const MaskLayout& layout, int64_t offset) {
+  return {layout.data == nullptr ? nullptr : layout.data + offset,
+          layout.bool_data == nullptr ? nullptr : layout.bool_data + offset};
+}
+
 // `scores` holds headScratchFloats(s) floats. `out` is [sq, dv] with row stride out_ld.
 void attendHead(const HeadShape& s, const float* q, const float* k, const float* v,
-                const float* mask, float* scores, float* out, int64_t out_ld) {
+                HeadMask head_mask, float* scores, float* out, int64_t out_ld) {
   cblas_sgemm(CblasRowMajor, s.q.transpose, s.kt.transpose, s.sq, s.sk, s.dk, s.scale, q, s.q.ld, k,
               s.kt.ld, 0.f, scores, s.sk);
-  if (mask != nullptr) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  if (s.causal) {
+    for (int64_t i = 0; i + 1 < s.sk && i < s.sq; ++i) {
+      std::fill(scores + i * s.sk + i + 1, scores + (i + 1) * s.sk, kMinusInf);
+    }
+  }
+  if (head_mask.fill != nullptr) {
+    for (int64_t i = 0; i < s.sq; ++i) {
+      float* row = scores + i * s.sk;
+      const bool* mask_row = head_mask.fill + i * s.mask_row_stride;
+      for (int64_t j = 0; j < s.sk; ++j) {
+        row[j] = mask_row[j * s.mask_col_stride] ? kMinusInf : row[j];
+      }
+    }
+  }
+  if (const float* mask = head_mask.add; mask != nullptr) {
     if (s.mask_col_stride == 1 && (s.mask_row_stride == s.sk || s.sq == 1)) {
       // A dense [sq, sk] block: one call.
       vec::map(vec::BinaryOp::kAdd, scores, mask, scores, s.sq * s.sk, {1.f});
@@ -253,8 +302,11 @@ void attention(ProcessedNode& p) {
   const at::Tensor& v = p.input(2).toTensor();
   const c10::IValue& mask = p.input(3);
   const double scale = p.input(4).toDouble();
+  const bool mask_fills = p.input(5).toBool();
+  const bool causal = p.input(6).toBool();
   auto reference = [&] {
-    p.output(0) = attentionReference(q, k, v, mask.toOptional<at::Tensor>(), scale);
+    p.output(0) =
+        attentionReference(q, k, v, mask.toOptional<at::Tensor>(), scale, mask_fills, causal);
   };
 
   const int64_t dims = q.dim();
@@ -267,12 +319,13 @@ void attention(ProcessedNode& p) {
   }
   const at::IntArrayRef batch_sizes = q.sizes().slice(0, dims - 2);
   HeadShape s{q.size(-2), k.size(-2), q.size(-1), v.size(-1), static_cast<float>(scale)};
+  s.causal = causal;
   c10::SmallVector<int64_t, 6> scores_sizes(batch_sizes.begin(), batch_sizes.end());
   scores_sizes.append({s.sq, s.sk});
   const auto q_op = blasOperand(s.sq, s.dk, q.stride(-2), q.stride(-1));
   const auto kt_op = blasOperand(s.dk, s.sk, k.stride(-1), k.stride(-2));
   const auto v_op = blasOperand(s.sk, s.dv, v.stride(-2), v.stride(-1));
-  const auto mask_layout = maskLayout(mask, scores_sizes);
+  const auto mask_layout = maskLayout(mask, scores_sizes, mask_fills);
   // An empty key set or feature dimension: BLAS rejects the zero leading dimensions, and softmax
   // over no keys is ATen's business; both are degenerate enough to not need speed.
   if (!q_op || !kt_op || !v_op || !mask_layout || s.sk == 0 || s.dk == 0 || s.dv > kMaxBlasInt) {
@@ -300,10 +353,8 @@ void attention(ProcessedNode& p) {
   float* out_data = out.data_ptr<float>();
   const int64_t batches = c10::multiply_integers(batch_sizes);
   forEachHead(batches, s, scores, score_floats, [&](int64_t b, float* head_scores) {
-    const float* mask_data =
-        mask_layout->data == nullptr
-            ? nullptr
-            : mask_layout->data + batchOffset(b, batch_sizes, mask_layout->batch_strides);
+    const HeadMask mask_data =
+        headMask(*mask_layout, batchOffset(b, batch_sizes, mask_layout->batch_strides));
     attendHead(s, q_data + batchOffset(b, batch_sizes, q.strides()),
                k_data + batchOffset(b, batch_sizes, k.strides()),
                v_data + batchOffset(b, batch_sizes, v.strides()), mask_data, head_scores,
@@ -322,9 +373,12 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   const int64_t heads = p.input(3).toInt();
   const c10::IValue& mask = p.input(4);
   const double scale = p.input(5).toDouble();
+  const bool mask_fills = p.input(6).toBool();
+  const bool causal = p.input(7).toBool();
   auto reference = [&] {
-    p.output(0) = multiHeadAttentionReference(x, weight, bias_value.toOptional<at::Tensor>(), heads,
-                                              mask.toOptional<at::Tensor>(), scale);
+    p.output(0) =
+        multiHeadAttentionReference(x, weight, bias_value.toOptional<at::Tensor>(), heads,
+                                    mask.toOptional<at::Tensor>(), scale, mask_fills, causal);
   };
 
   const bool has_bias = !bias_value.isNone();
@@ -347,7 +401,7 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   const int64_t head_dim = d_model / heads;
   const int64_t rows = batch * seq;
   const std::array<int64_t, 4> scores_sizes{batch, heads, seq, seq};
-  const auto mask_layout = maskLayout(mask, scores_sizes);
+  const auto mask_layout = maskLayout(mask, scores_sizes, mask_fills);
   // x as [seq, d_in] rows per batch: unit column stride, and a row stride BLAS accepts.
   const int64_t x_ld = seq == 1 ? std::max<int64_t>(1, d_in) : x.stride(1);
   if (!mask_layout || d_in == 0 || (x.stride(2) != 1 && d_in != 1) || x_ld < d_in ||
@@ -375,7 +429,8 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
                     kt_op,
                     q_op,
                     mask_layout->row_stride,
-                    mask_layout->col_stride};
+                    mask_layout->col_stride,
+                    causal};
 
   const float* x_data = x.data_ptr<float>();
   const float* bias_data = has_bias ? bias.data_ptr<float>() : nullptr;
@@ -425,19 +480,21 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   forEachHead(batch * heads, s, scores, score_floats, [&](int64_t pair, float* head_scores) {
     const int64_t b = pair / heads;
     const int64_t h = pair % heads;
-    const float* mask_data =
-        mask_layout->data == nullptr
-            ? nullptr
-            : mask_layout->data + batchOffset(pair, batch_sizes, mask_layout->batch_strides);
+    const HeadMask mask_data =
+        headMask(*mask_layout, batchOffset(pair, batch_sizes, mask_layout->batch_strides));
     const float* q_h = qkv + b * seq * qkv_ld + h * head_dim;
     attendHead(s, q_h, q_h + d_model, q_h + 2 * d_model, mask_data, head_scores,
                out_data + b * seq * d_model + h * head_dim, d_model);
   });
 }
 
+constexpr const char* kAttentionSchema = "srt::attention(Tensor q, Tensor k, Tensor v, Tensor? "
+                                         "mask, float scale, bool mask_fills, bool causal) -> "
+                                         "Tensor";
+
 constexpr const char* kMultiHeadAttentionSchema =
     "srt::multi_head_attention(Tensor x, Tensor qkv_weight, Tensor? qkv_bias, int num_heads, "
-    "Tensor? mask, float scale) -> Tensor";
+    "Tensor? mask, float scale, bool mask_fills, bool causal) -> Tensor";
 
 // With oneDNN, a constant QKV weight is packed once here, when the module is built, as for
 // srt::fused_linear: the projection is most of the node's arithmetic.
@@ -459,8 +516,7 @@ std::optional<KernelFunction> multiHeadAttentionFactory(const torch::jit::Node* 
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(srt, m) {
-  m.def(torch::schema("srt::attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> "
-                      "Tensor",
+  m.def(torch::schema(kAttentionSchema,
                       c10::AliasAnalysisKind::FROM_SCHEMA),
         attentionReference);
   m.def(torch::schema(kMultiHeadAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
@@ -469,8 +525,7 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
 
 SRT_REGISTER_KERNEL(
     "srt::attention", kOutVariant,
-    whenMatches("srt::attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor",
-                attention));
+    whenMatches(kAttentionSchema, attention));
 SRT_REGISTER_KERNEL("srt::multi_head_attention", kOutVariant, multiHeadAttentionFactory);
 
 } // namespace srt::ops

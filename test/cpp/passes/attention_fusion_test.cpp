@@ -98,6 +98,34 @@ TEST(AttentionFusion, FusesWithoutScaleOrMask) {
                                              qkvSets(), true));
 }
 
+// Scales on q, on k before its transpose and after a -inf fill multiply; the boolean mask fills.
+const char* kFillMaskScattteredScales = R"JIT(
+def forward(self, q, k, v, mask):
+    kt = (k / 2.0).transpose(-2, -1)
+    scores = torch.matmul(q * 0.5, kt).masked_fill(mask, float("-inf")) * 1.5
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT";
+
+std::vector<GraphInputs> withBoolMask(std::vector<GraphInputs> sets) {
+  for (GraphInputs& set : sets) {
+    const int64_t sq = set[0].toTensor().size(-2);
+    const int64_t sk = set[1].toTensor().size(-2);
+    at::Tensor mask = torch::rand({sq, sk}) > 0.6;
+    mask.select(1, 0).fill_(false); // one key left per row
+    set.emplace_back(mask);
+  }
+  return sets;
+}
+
+TEST(AttentionFusion, FusesFillMaskAndScalesAnywhere) {
+  auto fused = expectPassPreservesResults(passes::fuseAttention,
+                                          preparedGraph(kFillMaskScattteredScales),
+                                          withBoolMask(qkvSets()), true);
+  expectFusedOnce(fused);
+  EXPECT_EQ(countKind(*fused, "aten::masked_fill"), 0u) << *fused;
+  expectMatchesJit(kFillMaskScattteredScales, asInputSets(withBoolMask(qkvSets())));
+}
+
 TEST(AttentionFusion, MatchesJitThroughStaticModule) {
   expectMatchesJit(kOptionalMask, asInputSets(withMask(qkvSets(), true)));
   expectMatchesJit(kNoScaleNoMask, asInputSets(qkvSets()));
@@ -142,6 +170,26 @@ def forward(self, q, k, v):
     {"mask added with alpha 2", R"JIT(
 def forward(self, q, k, v, mask):
     scores = torch.add(torch.matmul(q, k.transpose(-2, -1)), mask, alpha=2)
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT"},
+    {"masked_fill with a finite value (replaces, not adds)", R"JIT(
+def forward(self, q, k, v, mask):
+    scores = torch.matmul(q, k.transpose(-2, -1)).masked_fill(mask, -1e9)
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT"},
+    {"scale after an additive mask (scales the mask too)", R"JIT(
+def forward(self, q, k, v, mask):
+    scores = (torch.matmul(q, k.transpose(-2, -1)) + mask) * 0.25
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT"},
+    {"negative scale after a -inf fill", R"JIT(
+def forward(self, q, k, v, mask):
+    scores = torch.matmul(q, k.transpose(-2, -1)).masked_fill(mask, float("-inf")) * -0.5
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT"},
+    {"scale by a size nothing fixes", R"JIT(
+def forward(self, q, k, v):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * k.size(-1) ** -0.5
     return torch.matmul(torch.softmax(scores, -1), v)
 )JIT"},
     {"softmax to another dtype", R"JIT(

@@ -17,7 +17,18 @@ namespace {
 const char* kAttentionIr = R"IR(
 graph(%q : Tensor, %k : Tensor, %v : Tensor, %mask : Tensor?):
   %scale : float = prim::Constant[value=0.25]()
-  %out : Tensor = srt::attention(%q, %k, %v, %mask, %scale)
+  %adds : bool = prim::Constant[value=0]()
+  %out : Tensor = srt::attention(%q, %k, %v, %mask, %scale, %adds, %adds)
+  return (%out)
+)IR";
+
+// The mask as masked_fill(mask, -inf) applies it.
+const char* kAttentionFillIr = R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor, %mask : Tensor?):
+  %scale : float = prim::Constant[value=0.25]()
+  %fills : bool = prim::Constant[value=1]()
+  %not_causal : bool = prim::Constant[value=0]()
+  %out : Tensor = srt::attention(%q, %k, %v, %mask, %scale, %fills, %not_causal)
   return (%out)
 )IR";
 
@@ -25,7 +36,38 @@ const char* kMultiHeadIr = R"IR(
 graph(%x : Tensor, %w : Tensor, %b : Tensor?, %mask : Tensor?):
   %heads : int = prim::Constant[value=4]()
   %scale : float = prim::Constant[value=0.35]()
-  %out : Tensor = srt::multi_head_attention(%x, %w, %b, %heads, %mask, %scale)
+  %adds : bool = prim::Constant[value=0]()
+  %out : Tensor = srt::multi_head_attention(%x, %w, %b, %heads, %mask, %scale, %adds, %adds)
+  return (%out)
+)IR";
+
+const char* kMultiHeadFillIr = R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor?, %mask : Tensor?):
+  %heads : int = prim::Constant[value=4]()
+  %scale : float = prim::Constant[value=0.35]()
+  %fills : bool = prim::Constant[value=1]()
+  %not_causal : bool = prim::Constant[value=0]()
+  %out : Tensor = srt::multi_head_attention(%x, %w, %b, %heads, %mask, %scale, %fills, %not_causal)
+  return (%out)
+)IR";
+
+// Causal, with and without a filling mask on top.
+const char* kCausalIr = R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor, %mask : Tensor?):
+  %scale : float = prim::Constant[value=0.25]()
+  %fills : bool = prim::Constant[value=1]()
+  %causal : bool = prim::Constant[value=1]()
+  %out : Tensor = srt::attention(%q, %k, %v, %mask, %scale, %fills, %causal)
+  return (%out)
+)IR";
+
+const char* kMultiHeadCausalIr = R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor?, %mask : Tensor?):
+  %heads : int = prim::Constant[value=4]()
+  %scale : float = prim::Constant[value=0.35]()
+  %fills : bool = prim::Constant[value=1]()
+  %causal : bool = prim::Constant[value=1]()
+  %out : Tensor = srt::multi_head_attention(%x, %w, %b, %heads, %mask, %scale, %fills, %causal)
   return (%out)
 )IR";
 
@@ -104,6 +146,38 @@ TEST(FusedAttentionKernel, AttentionRowsOfMinusInfinityAreNan) {
                          "srt::attention");
 }
 
+// Boolean masks in every broadcast shape, strided, with fully masked rows (NaN, as in ATen), and
+// the non-bool masks masked_fill also takes (uint8: the reference's business).
+TEST(FusedAttentionKernel, AttentionWithFillingMasks) {
+  const at::Tensor q = randn({2, 3, 5, 8});
+  const at::Tensor k = randn({2, 3, 6, 8});
+  const at::Tensor v = randn({2, 3, 6, 4});
+  at::Tensor full_row = torch::rand({5, 6}) > 0.5;
+  full_row[2].fill_(true);
+  expectKernelMatchesJit(kAttentionFillIr,
+                         {{q, k, v, c10::IValue()},
+                          {q, k, v, torch::rand({2, 3, 5, 6}) > 0.5},
+                          {q, k, v, torch::ones({5, 6}, torch::kBool).triu(1)},
+                          {q, k, v, torch::rand({2, 1, 1, 6}) > 0.3},
+                          {q, k, v, (torch::rand({2, 3, 6, 5}) > 0.5).transpose(-2, -1)},
+                          {q, k, v, full_row},
+                          {q, k, v, (torch::rand({5, 6}) > 0.5).to(torch::kUInt8)}},
+                         "srt::attention");
+}
+
+TEST(FusedAttentionKernel, CausalAttentionWithAndWithoutMask) {
+  const at::Tensor q = randn({2, 3, 5, 8});
+  const at::Tensor k = randn({2, 3, 5, 8});
+  const at::Tensor v = randn({2, 3, 5, 4});
+  expectKernelMatchesJit(kCausalIr,
+                         {{q, k, v, c10::IValue()},
+                          {q, k, v, torch::rand({2, 1, 1, 5}) > 0.7},
+                          // more keys than queries, and more queries than keys
+                          {randn({2, 7, 8}), randn({2, 9, 8}), randn({2, 9, 3}), c10::IValue()},
+                          {randn({2, 9, 8}), randn({2, 7, 8}), randn({2, 7, 3}), c10::IValue()}},
+                         "srt::attention");
+}
+
 constexpr int64_t kModel = 16;
 
 std::vector<GraphInputs> multiHeadSets(const at::Tensor& x, int64_t d_in = kModel) {
@@ -126,6 +200,27 @@ TEST(FusedAttentionKernel, MultiHeadAttentionContiguous) {
   auto wider_input = multiHeadSets(randn({2, 6, 24}), 24); // d_in != d_model
   sets.insert(sets.end(), wider_input.begin(), wider_input.end());
   expectKernelMatchesJit(kMultiHeadIr, sets, "srt::multi_head_attention");
+}
+
+TEST(FusedAttentionKernel, MultiHeadAttentionWithFillingMasks) {
+  const at::Tensor x = randn({3, 7, kModel});
+  const at::Tensor w = randn({3 * kModel, kModel}) * 0.3;
+  const at::Tensor b = randn({3 * kModel});
+  expectKernelMatchesJit(kMultiHeadFillIr,
+                         {{x, w, b, torch::ones({7, 7}, torch::kBool).triu(1)},
+                          {x, w, b, torch::rand({3, 1, 1, 7}) > 0.5},
+                          {x, w, b, torch::rand({3, 4, 7, 7}) > 0.5}},
+                         "srt::multi_head_attention");
+}
+
+TEST(FusedAttentionKernel, MultiHeadAttentionCausal) {
+  const at::Tensor w = randn({3 * kModel, kModel}) * 0.3;
+  const at::Tensor b = randn({3 * kModel});
+  expectKernelMatchesJit(kMultiHeadCausalIr,
+                         {{randn({3, 7, kModel}), w, b, c10::IValue()},
+                          {randn({1, 12, kModel}), w, b, c10::IValue()},
+                          {randn({2, 6, kModel}), w, b, torch::rand({2, 1, 1, 6}) > 0.7}},
+                         "srt::multi_head_attention");
 }
 
 TEST(FusedAttentionKernel, MultiHeadAttentionStridedInput) {

@@ -1,0 +1,299 @@
+// multihead_attention_module: nn.MultiheadAttention(x, x, x, need_weights=False) with constant
+// weights, as torch.jit.script inlines it (torchvision's ViT encoder blocks, self-attention
+// written with the module), becomes
+//   linear(srt::multi_head_attention(x, in_proj_weight, in_proj_bias, H, None, 1/sqrt(E/H)),
+//          out_proj.weight, out_proj.bias)
+// which the GEMM passes then fuse with the residual add.
+//
+// Scripted, the module's forward is a tree of run-time checks choosing between ATen's fast path
+// (aten::_native_multi_head_attention) and the slow path (F.multi_head_attention_forward written
+// out in ~150 ops), 185-300 nodes per module. Both compute the same attention (the fast path is
+// PyTorch's optimisation of the slow one), and so does the replacement, for every input the
+// checks let through, except two cases the replacement does not cover: an unbatched (2-D) input
+// and a nested tensor. So the rewrite needs x's rank proven 3 (passes/shape_facts.h: e.g. the
+// `input.dim() == 3` assert of torchvision's EncoderBlock) and a graph that cannot make nested
+// tensors. The other checks (dtype, device, autocast, grad mode: this runtime runs with grad
+// off) only choose between the two equal paths. Errors the slow path raises for a wrong embedding
+// size come from the projection instead.
+//
+// Matched from the fast-path op: query, key and value the same x, no mask, need_weights a constant
+// False, every weight a float32 constant of the shapes E and H imply. Its result is followed out
+// of the If blocks and tuples to the one top-level value the module returns; the If producing it
+// must hold the slow path of the same module (a linear on the same out_proj weight) in its other
+// branch, and the attention weights must be unused.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include "passes/graph_passes.h"
+#include "passes/rewrite_safety.h"
+#include "passes/shape_facts.h"
+
+namespace srt::passes {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Node;
+using torch::jit::Value;
+
+constexpr const char* kNativeMhaSchema =
+    "aten::_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, "
+    "int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, "
+    "Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? "
+    "mask_type=None) -> (Tensor, Tensor)";
+
+enum NativeMhaInput {
+  kQuery = 0,
+  kKey,
+  kValue,
+  kEmbedDim,
+  kNumHeads,
+  kQkvWeight,
+  kQkvBias,
+  kProjWeight,
+  kProjBias,
+  kMask,
+  kNeedWeights,
+};
+
+bool isFloatConstant(const Value* value, at::IntArrayRef sizes) {
+  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  return constant && constant->isTensor() && constant->toTensor().scalar_type() == at::kFloat &&
+         constant->toTensor().sizes() == sizes;
+}
+
+std::optional<int64_t> constantInt(const Value* value) {
+  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  return constant && constant->isInt() ? std::optional<int64_t>(constant->toInt()) : std::nullopt;
+}
+
+struct ModuleMatch {
+  Node* native = nullptr;
+  Node* unpack = nullptr;  // the top-level prim::TupleUnpack of the module's (output, weights)
+  Node* branches = nullptr; // the top-level If choosing fast or slow path
+  Node* fast_path = nullptr; // the top-level If holding the fast-path op (its checks inside)
+  Value* x = nullptr;
+  int64_t embed_dim = 0;
+  int64_t heads = 0;
+};
+
+// Where `value` (element `index` of it, when it is in a tuple) ends up: through TupleConstruct,
+// block returns (to the owning If's output) and a top-level TupleUnpack. Sets the If whose
+// output the top-level value is.
+Value* followOut(Value* value, ModuleMatch& match) {
+  std::optional<size_t> element; // set once `value` is a tuple holding the result at `element`
+  Block* top = value->owningGraph()->block();
+  for (int step = 0; step < 32; ++step) {
+    if (value->uses().size() != 1) {
+      return nullptr;
+    }
+    const torch::jit::Use use = value->uses()[0];
+    Node* user = use.user;
+    if (user->kind() == c10::prim::TupleConstruct && !element) {
+      element = use.offset;
+      value = user->output();
+    } else if (user->kind() == c10::prim::Return && user->owningBlock() != top) {
+      Node* owner = user->owningBlock()->owningNode();
+      if (owner->kind() != c10::prim::If) {
+        return nullptr;
+      }
+      value = owner->output(use.offset);
+      if (owner->owningBlock() == top) {
+        match.fast_path = match.fast_path == nullptr ? owner : match.fast_path;
+        match.branches = owner;
+      }
+    } else if (user->kind() == c10::prim::TupleUnpack && element &&
+               user->owningBlock() == top && value->node() == match.branches) {
+      match.unpack = user;
+      return user->output(*element);
+    } else {
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+// Whether `block` (or a block inside it) computes a linear on `weight`: the slow path's
+// out-projection.
+bool projectsWith(const Block* block, const Value* weight) {
+  for (const Node* node : block->nodes()) {
+    if (node->kind() == c10::aten::linear && node->input(1) == weight) {
+      return true;
+    }
+    for (const Block* sub_block : node->blocks()) {
+      if (projectsWith(sub_block, weight)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
+  if (!native->matches(kNativeMhaSchema) || may_be_nested) {
+    return std::nullopt;
+  }
+  ModuleMatch match;
+  match.native = native;
+  match.x = native->input(kQuery);
+  const std::optional<int64_t> e = constantInt(native->input(kEmbedDim));
+  const std::optional<int64_t> h = constantInt(native->input(kNumHeads));
+  const std::optional<c10::IValue> need_weights = torch::jit::toIValue(native->input(kNeedWeights));
+  if (native->input(kKey) != match.x || native->input(kValue) != match.x || !e || !h ||
+      *e <= 0 || *h <= 0 || *e % *h != 0 || !need_weights || !need_weights->isBool() ||
+      need_weights->toBool() ||
+      native->input(kMask)->type()->kind() != c10::TypeKind::NoneType ||
+      !isFloatConstant(native->input(kQkvWeight), {3 * *e, *e}) ||
+      !isFloatConstant(native->input(kQkvBias), {3 * *e}) ||
+      !isFloatConstant(native->input(kProjWeight), {*e, *e}) ||
+      !isFloatConstant(native->input(kProjBias), {*e}) || knownRank(match.x) != 3) {
+    return std::nullopt;
+  }
+  match.embed_dim = *e;
+  match.heads = *h;
+  // The attention weights (None when need_weights is False) must go unused.
+  if (native->output(0)->uses().size() != 1 || native->output(1)->uses().size() != 1 ||
+      native->output(1)->uses()[0].user != native->output(0)->uses()[0].user) {
+    return std::nullopt;
+  }
+  Value* result = followOut(native->output(0), match);
+  if (result == nullptr || match.branches == nullptr) {
+    return std::nullopt;
+  }
+  for (Value* output : match.unpack->outputs()) {
+    if (output != result && !output->uses().empty()) {
+      return std::nullopt;
+    }
+  }
+  // x must be defined where the replacement goes (the module's top-level result).
+  if (match.x->node()->owningBlock() != match.unpack->owningBlock() ||
+      !match.x->node()->isBefore(match.branches)) {
+    return std::nullopt;
+  }
+  // The other branch of the If is the same module's slow path.
+  bool slow_path = false;
+  for (const Block* block : match.branches->blocks()) {
+    slow_path = slow_path || projectsWith(block, native->input(kProjWeight));
+  }
+  if (!slow_path) {
+    return std::nullopt;
+  }
+  return match;
+}
+
+bool unused(const Node* node) {
+  for (const Value* output : node->outputs()) {
+    if (!output->uses().empty()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// `node` and what only it read, transitively, in its block: the fast-path checks (why_not_fast_path:
+// reads of dtype, device, autocast and grad mode the dead-code elimination keeps).
+void destroyUnusedProducers(Node* node) {
+  std::vector<Node*> work{node};
+  const Block* block = node->owningBlock();
+  while (!work.empty()) {
+    Node* next = work.back();
+    work.pop_back();
+    if (next->kind() == c10::prim::Param || next->owningBlock() != block || !unused(next) ||
+        next->kind() == c10::prim::Constant) {
+      continue;
+    }
+    std::vector<Node*> producers;
+    for (Value* input : next->inputs()) {
+      producers.push_back(input->node());
+    }
+    next->destroy();
+    for (Node* producer : producers) {
+      // Pushed once per read; a producer read twice is destroyed when its last reader is.
+      if (std::find(work.begin(), work.end(), producer) == work.end()) {
+        work.push_back(producer);
+      }
+    }
+  }
+}
+
+void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
+  Node* native = match.native;
+  Value* result = nullptr;
+  for (Value* output : match.unpack->outputs()) {
+    if (!output->uses().empty()) {
+      result = output;
+    }
+  }
+  torch::jit::WithInsertPoint guard(match.branches);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(match.embed_dim / match.heads));
+  // The weights as constants here (freezing may have left them in a block).
+  auto constant = [&](NativeMhaInput input) {
+    return graph.insertConstant(*torch::jit::toIValue(native->input(input)));
+  };
+  Node* attention = graph.create(
+      symbol("srt::multi_head_attention"),
+      {match.x, constant(kQkvWeight), constant(kQkvBias),
+       graph.insertConstant(match.heads), graph.insertConstant(c10::IValue()),
+       graph.insertConstant(scale), graph.insertConstant(false), graph.insertConstant(false)},
+      1);
+  graph.insertNode(attention);
+  attention->output()->setType(c10::TensorType::get());
+  attention->copyMetadata(native);
+  Node* projection = graph.create(
+      c10::aten::linear,
+      {attention->output(), constant(kProjWeight), constant(kProjBias)}, 1);
+  graph.insertNode(projection);
+  projection->output()->setType(c10::TensorType::get());
+  projection->copyMetadata(native);
+  if (result != nullptr) {
+    result->replaceAllUsesWith(projection->output());
+  }
+  // The checks and both paths: their raises (and the lists the checks append to) keep them from
+  // dead-code elimination.
+  match.unpack->destroy();
+  match.branches->destroy();
+  if (match.fast_path != match.branches && unused(match.fast_path)) {
+    Node* checks = match.fast_path->input(0)->node();
+    match.fast_path->destroy();
+    destroyUnusedProducers(checks);
+  }
+}
+
+void collectCandidates(Block* block, std::vector<Node*>& candidates) {
+  for (Node* node : block->nodes()) {
+    if (node->kind() == symbol("aten::_native_multi_head_attention")) {
+      candidates.push_back(node);
+    }
+    for (Block* sub_block : node->blocks()) {
+      collectCandidates(sub_block, candidates);
+    }
+  }
+}
+
+} // namespace
+
+bool fuseMultiheadAttentionModules(GraphPtr& graph) {
+  const bool may_be_nested = mayCreateNestedTensors(graph->block());
+  bool changed = false;
+  for (bool found = true; found;) {
+    found = false;
+    std::vector<Node*> candidates;
+    collectCandidates(graph->block(), candidates);
+    for (Node* candidate : candidates) {
+      if (std::optional<ModuleMatch> match = matchModule(candidate, may_be_nested)) {
+        rewrite(*match, *graph);
+        torch::jit::EliminateDeadCode(graph);
+        found = changed = true;
+        break;
+      }
+    }
+  }
+  return changed;
+}
+
+} // namespace srt::passes

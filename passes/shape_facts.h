@@ -1,0 +1,48 @@
+// What a graph proves about tensor ranks and sizes, and the numbers computed from them: the
+// questions the attention passes ask to recognise `view(B, T, H, C // H)` as a head split of a
+// known head size, or `1 / sqrt(k.size(-1))` as a constant scale, when the sizes are only known at
+// run time in the IR but fixed by the constant weights the tensors meet.
+//
+// Facts come from the producers of a value (linear with a constant weight, view/reshape sizes,
+// transpose/permute, split/chunk pieces, shape-preserving ops) and from its consumers in the same
+// block (x.size(-1) == W.size(1) for linear(x, W): otherwise that linear raises, before or after).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace torch::jit {
+struct Value;
+} // namespace torch::jit
+
+namespace srt::passes {
+
+// The rank of a tensor value when the graph fixes it.
+std::optional<int64_t> knownRank(const torch::jit::Value* value);
+
+// knownRank without what asserts on the value say: what such an assert can be checked against.
+std::optional<int64_t> derivedRank(const torch::jit::Value* value);
+
+// `dim` as an index in [0, rank); std::nullopt when the rank is unknown or `dim` out of range.
+std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank);
+
+// Size `dim` (negative counts from the end) of a tensor value, when the graph fixes it.
+std::optional<int64_t> knownSize(const torch::jit::Value* tensor, int64_t dim);
+
+// The value of an int or float expression (constants, tensor sizes the graph fixes, + - * / //,
+// sqrt, pow, int/float casts), when it is a compile-time number.
+std::optional<double> knownNumber(const torch::jit::Value* value);
+
+// knownNumber for an int value.
+std::optional<int64_t> knownInt(const torch::jit::Value* value);
+
+// Which size of which tensor an int value is: aten::size(t, d), or an element of
+// prim::ListUnpack(aten::size(t)) (whose arity is then t's rank). `dim` is normalized when the
+// rank is known.
+struct SizeOf {
+  const torch::jit::Value* tensor = nullptr;
+  int64_t dim = 0;
+};
+std::optional<SizeOf> sizeOf(const torch::jit::Value* value);
+
+} // namespace srt::passes
