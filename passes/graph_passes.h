@@ -47,6 +47,10 @@ bool fuseGemmResidualAdd(GraphPtr& graph);
 // (conv_fusion.cpp).
 bool fuseConvEpilogues(GraphPtr& graph);
 
+// conv1d with a constant weight -> unsqueeze + conv2d + squeeze, for the oneDNN kernel
+// (conv1d_lowering.cpp).
+bool lowerConv1d(GraphPtr& graph);
+
 // A convolution network's activations kept channels last from convolution to convolution, as
 // oneDNN's convolutions want them, with explicit aten::contiguous where the format changes
 // (channels_last.cpp).

@@ -20,7 +20,6 @@ from torch import Tensor, nn
 # Why each op that is still a JIT fallback in some model remains one. The README's table prints
 # these; an op missing here makes --table fail, so every fallback has a stated reason.
 FALLBACK_REASONS = {
-    "aten::conv1d": "1-D convolution runs ATen's op; [4/5]",
     "aten::conv3d": "3-D convolution runs ATen's op; [4/5]",
     "aten::conv_transpose1d": "transposed 1-D convolution runs ATen's op; [4/5]",
     "aten::adaptive_avg_pool3d": "3-D pooling runs ATen's op; [4/5]",
