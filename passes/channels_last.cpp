@@ -74,6 +74,15 @@ bool keepsFormat(const Node* node) {
   return kOps.count(node->kind().toQualString()) != 0;
 }
 
+// Views of a channels-last tensor carry its strides (a 1-D convolution's output, squeezed back
+// to [N, C, L], is [N, C, L] with channel stride 1): their readers may observe them too.
+bool isView(const Node* node) {
+  static const std::unordered_set<std::string> kViews = {
+      "aten::squeeze", "aten::unsqueeze", "aten::transpose", "aten::t",      "aten::permute",
+      "aten::select",  "aten::slice",     "aten::narrow",    "aten::expand", "aten::expand_as"};
+  return kViews.count(node->kind().toQualString()) != 0;
+}
+
 bool observesStrides(const Node* user) {
   static const std::unordered_set<std::string> kObservers = {
       "aten::view", "aten::stride", "aten::is_contiguous", "aten::as_strided",
@@ -92,8 +101,11 @@ public:
       if (runsOnOneDnn(node) && !channels_last_.count(node->input(0))) {
         node->replaceInput(0, convert(node->input(0), node, c10::MemoryFormat::ChannelsLast));
       }
-      if (keepsFormat(node) && !node->inputs().empty() && channels_last_.count(node->input(0))) {
-        channels_last_.insert(node->output());
+      if ((keepsFormat(node) && anyInputChannelsLast(node)) ||
+          (isView(node) && !node->inputs().empty() && channels_last_.count(node->input(0)))) {
+        for (Value* output : node->outputs()) {
+          channels_last_.insert(output);
+        }
       }
     }
     restoreWhereObserved();
@@ -101,6 +113,17 @@ public:
   }
 
 private:
+  // Element-wise kernels lay their output out like their channels-last operand, whichever
+  // input it is (TensorIterator: `mask * features` is channels last too).
+  bool anyInputChannelsLast(Node* node) const {
+    for (Value* input : node->inputs()) {
+      if (channels_last_.count(input) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // aten::contiguous(value, memory_format=format) inserted before `before`.
   Value* convert(Value* value, Node* before, c10::MemoryFormat format) {
     torch::jit::WithInsertPoint insert(before);
@@ -118,22 +141,33 @@ private:
   // Readers that may depend on a channels-last value's strides, directly or through a view of
   // it, get the NCHW copy instead.
   void restoreWhereObserved() {
-    const torch::jit::AliasDb alias_db(graph_, /*isFrozen=*/true);
-    for (Value* value : std::vector<Value*>(channels_last_.begin(), channels_last_.end())) {
-      std::vector<torch::jit::Use> observed;
-      for (const torch::jit::Use& use : value->uses()) {
-        bool through_view = false;
-        for (Value* output : use.user->outputs()) {
-          through_view |=
-              alias_db.mayContainAlias(output, value) && layoutMayBeObserved(alias_db, output);
-        }
-        if (observesStrides(use.user) || through_view) {
-          observed.push_back(use);
+    // Every observed use first, while the alias database knows every value; then the copies.
+    std::vector<std::pair<Value*, std::vector<torch::jit::Use>>> observed_uses;
+    {
+      const torch::jit::AliasDb alias_db(graph_, /*isFrozen=*/true);
+      for (Node* node : graph_->nodes()) {
+        for (Value* value : node->outputs()) {
+          if (channels_last_.count(value) == 0) {
+            continue;
+          }
+          std::vector<torch::jit::Use> observed;
+          for (const torch::jit::Use& use : value->uses()) {
+            bool through_view = false;
+            for (Value* output : use.user->outputs()) {
+              through_view |= alias_db.mayContainAlias(output, value) &&
+                              layoutMayBeObserved(alias_db, output);
+            }
+            if (observesStrides(use.user) || through_view) {
+              observed.push_back(use);
+            }
+          }
+          if (!observed.empty()) {
+            observed_uses.emplace_back(value, std::move(observed));
+          }
         }
       }
-      if (observed.empty()) {
-        continue;
-      }
+    }
+    for (auto& [value, observed] : observed_uses) {
       // Before the first reader, or the If/Loop that holds it.
       Node* first = nullptr;
       for (const torch::jit::Use& use : observed) {

@@ -72,6 +72,22 @@ def forward(self, x):
                    {}, 1e-4);
 }
 
+// Channels-last strides travel through views and through element-wise ops whatever operand they
+// are (conv_tasnet: a 1-D convolution squeezed back, times a mask, then .view()): the view still
+// gets a tensor it can view.
+TEST_F(ChannelsLastPass, StridesThroughViewsAndSecondOperandsReachNoView) {
+  expectMatchesJit(network(R"JIT(
+def forward(self, x, mask):
+    y = torch.conv2d(x, self.stem, self.bias, 1, 1)
+    t = y.transpose(2, 3)
+    masked = mask * t
+    return masked.view(masked.size(0), -1)
+)JIT"),
+                   {{{torch::randn({1, 3, 6, 5}), torch::rand({1, 1, 5, 6})}, {}},
+                    {{torch::randn({2, 3, 4, 7}), torch::rand({2, 1, 7, 4})}, {}}},
+                   {}, 1e-4);
+}
+
 // Small CNNs too: oneDNN's channels-last convolutions beat the NCHW ones with a reorder on each
 // side (ops/conv/conv2d.cpp).
 TEST_F(ChannelsLastPass, ConvertsNetworksOfSmallConvolutions) {
