@@ -24,7 +24,6 @@ torch::jit::Module convModule(std::vector<std::pair<std::string, at::Tensor>> pa
   return module;
 }
 
-// More than 64 output channels: past the small-convolution path.
 constexpr int64_t kChannels = 96;
 
 TEST(Conv2dOneDnn, EveryArgumentMatchesJit) {
