@@ -136,8 +136,6 @@ void MemoryPlanner::learnAndDetach(size_t i, c10::IValue* values) noexcept {
   tensor->unsafeGetTensorImpl()->set_sizes_contiguous({0});
 }
 
-
-
 void MemoryPlanner::replan() {
   needs_plan_ = false;
   ++generation_;

@@ -106,7 +106,7 @@ struct AttentionMatch {
   Value* q = nullptr;
   Value* k = nullptr;
   Value* v = nullptr;
-  Value* mask = nullptr; // nullptr: no mask
+  Value* mask = nullptr;   // nullptr: no mask
   bool mask_fills = false; // masked_fill(-inf) rather than added
   double scale = 1.0;
 };
@@ -263,8 +263,8 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
       (match.mask == nullptr ? outer_scale : match.scale) *= factor;
       scores = inner;
       reader = node;
-    } else if (Value* inner = nullptr; match.mask == nullptr && (match.mask = maskOf(node, block,
-                                                                                   inner))) {
+    } else if (Value* inner = nullptr;
+               match.mask == nullptr && (match.mask = maskOf(node, block, inner))) {
       match.mask_fills = node->kind() == c10::aten::masked_fill;
       scores = inner;
       reader = node->kind() == c10::prim::If ? nullptr : node;

@@ -154,8 +154,8 @@ private:
           for (const torch::jit::Use& use : value->uses()) {
             bool through_view = false;
             for (Value* output : use.user->outputs()) {
-              through_view |= alias_db.mayContainAlias(output, value) &&
-                              layoutMayBeObserved(alias_db, output);
+              through_view |=
+                  alias_db.mayContainAlias(output, value) && layoutMayBeObserved(alias_db, output);
             }
             if (observesStrides(use.user) || through_view) {
               observed.push_back(use);

@@ -63,9 +63,8 @@ void lower(torch::jit::Graph& graph, Node* conv, const Conv1dArguments& argument
     return graph.insertConstant(std::vector<int64_t>{first, second});
   };
   Value* result = graph.insert(
-      c10::aten::conv2d,
-      {image, weight, conv->input(2), pair(1, arguments.stride), pair(0, arguments.padding),
-       pair(1, arguments.dilation), conv->input(6)});
+      c10::aten::conv2d, {image, weight, conv->input(2), pair(1, arguments.stride),
+                          pair(0, arguments.padding), pair(1, arguments.dilation), conv->input(6)});
   Value* squeezed = graph.insert(c10::aten::squeeze, {result, two});
   squeezed->setType(conv->output()->type());
   for (Value* value : {image, result}) {

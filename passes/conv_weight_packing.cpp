@@ -85,8 +85,8 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* conv,
     inputs.push_back(graph.insertConstant(c10::Scalar(0.0)));
     inputs.push_back(graph.insertConstant(c10::Scalar(0.0)));
   }
-  Node* packed_conv = graph.insertNode(
-      graph.create(c10::Symbol::fromQualString("srt::packed_conv2d"), inputs, 1));
+  Node* packed_conv =
+      graph.insertNode(graph.create(c10::Symbol::fromQualString("srt::packed_conv2d"), inputs, 1));
   packed_conv->setSourceRange(conv->sourceRange());
   packed_conv->output()->setType(conv->output()->type());
   conv->output()->replaceAllUsesWith(packed_conv->output());

@@ -141,9 +141,9 @@ Value* emitDecomposed(Graph& graph, const Node* layer, const LayerConfig& c) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.embed_dim / c.num_heads));
 
   Value* attention_input = c.norm_first ? layerNorm(src, kNorm1Weight, kNorm1Bias) : src;
-  Value* context = insert("srt::multi_head_attention", {attention_input, in(kQkvWeight),
-                                                        in(kQkvBias), c.num_heads, none, scale,
-                                                        false, false});
+  Value* context =
+      insert("srt::multi_head_attention", {attention_input, in(kQkvWeight), in(kQkvBias),
+                                           c.num_heads, none, scale, false, false});
   Value* x = fusedLinear(context, kProjWeight, kProjBias, "none", src);
   if (!c.norm_first) {
     x = layerNorm(x, kNorm1Weight, kNorm1Bias);

@@ -9,9 +9,9 @@
 // with W the [3D, Din] rows of q, k and v in that order, so the projection is one
 // [B*S, Din] x [Din, 3D] GEMM whose result the kernel reads in place. Projections:
 //   three linears on x                          linear(x, Wq, bq)
-//   one linear, split on the last dim           linear(x, W).split(D, -1) / .chunk(3, -1) / [..., a:b]
-//   each .view/.reshape(B, T, H, Dh) then .permute(0, 2, 1, 3) or .transpose(1, 2)
-//   or one linear as five dims                  linear(x, W).reshape(B, T, 3, H, Dh)
+//   one linear, split on the last dim           linear(x, W).split(D, -1) / .chunk(3, -1) / [...,
+//   a:b] each .view/.reshape(B, T, H, Dh) then .permute(0, 2, 1, 3) or .transpose(1, 2) or one
+//   linear as five dims                  linear(x, W).reshape(B, T, 3, H, Dh)
 //                                               .permute(2, 0, 3, 1, 4) then .unbind(0) or [i]
 // Merges: .permute(0, 2, 1, 3) or .transpose(1, 2), then .reshape(B, T, D) or
 // .contiguous().view(B, T, D) (D or -1).
@@ -63,7 +63,6 @@ std::optional<int64_t> constantInt(const Value* value) {
   }
   return constant->toInt();
 }
-
 
 // A constant tensor input (frozen weights are prim::Constant tensors).
 std::optional<at::Tensor> constantTensor(const Value* value) {
@@ -152,8 +151,8 @@ bool isFullSlice(const Node* node) {
   if (node->kind() != c10::aten::slice || node->inputs().size() != 5) {
     return false;
   }
-  const bool from_start = node->input(2)->type()->kind() == c10::TypeKind::NoneType ||
-                          constantInt(node->input(2)) == 0;
+  const bool from_start =
+      node->input(2)->type()->kind() == c10::TypeKind::NoneType || constantInt(node->input(2)) == 0;
   const bool to_end = node->input(3)->type()->kind() == c10::TypeKind::NoneType ||
                       constantInt(node->input(3)) == std::numeric_limits<int64_t>::max();
   return from_start && to_end && constantInt(node->input(4)) == 1;
@@ -185,8 +184,8 @@ bool rowsOfLinear(Value* piece, HeadSource& source) {
     const bool splits = split->kind() == c10::aten::split || split->kind() == c10::aten::chunk ||
                         split->kind() == symbol("aten::unsafe_split") ||
                         split->kind() == symbol("aten::unsafe_chunk");
-    if (!splits || split->inputs().size() != 3 || split->input(0)->type()->kind() !=
-                                                       c10::TypeKind::TensorType) {
+    if (!splits || split->inputs().size() != 3 ||
+        split->input(0)->type()->kind() != c10::TypeKind::TensorType) {
       return false;
     }
     whole = split->input(0);
@@ -311,7 +310,7 @@ std::optional<HeadSource> packedHeads(Value* heads) {
 struct MhaMatch {
   Node* attention = nullptr;
   Node* merge = nullptr;
-  std::vector<Node*> merge_nodes; // attention output to the merge, exclusive
+  std::vector<Node*> merge_nodes;    // attention output to the merge, exclusive
   std::array<HeadSource, 3> sources; // q, k, v
   Value* x = nullptr;
   int64_t d_model = 0;
@@ -342,8 +341,8 @@ bool leadsLikeX(const Value* tensor, const Value* x) {
       tensor = node->input(0);
     } else if (node->kind() == c10::prim::ListUnpack) {
       HeadSource ignored;
-      tensor = rowsOfLinear(const_cast<Value*>(tensor), ignored) ? ignored.linear->output()
-                                                                   : nullptr;
+      tensor =
+          rowsOfLinear(const_cast<Value*>(tensor), ignored) ? ignored.linear->output() : nullptr;
     } else {
       return false;
     }
@@ -508,8 +507,7 @@ std::optional<MhaMatch> matchMultiHeadAttention(Node* attention, torch::jit::Ali
   }
   // Merge: permute(0, 2, 1, 3) then reshape, or contiguous then view.
   Node* merge_permute = context->uses()[0].user;
-  if (swappedHeadsAndSeq(merge_permute) != context ||
-      merge_permute->output()->uses().size() != 1) {
+  if (swappedHeadsAndSeq(merge_permute) != context || merge_permute->output()->uses().size() != 1) {
     return std::nullopt;
   }
   match.merge_nodes.push_back(merge_permute);

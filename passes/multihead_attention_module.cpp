@@ -74,8 +74,8 @@ std::optional<int64_t> constantInt(const Value* value) {
 
 struct ModuleMatch {
   Node* native = nullptr;
-  Node* unpack = nullptr;  // the top-level prim::TupleUnpack of the module's (output, weights)
-  Node* branches = nullptr; // the top-level If choosing fast or slow path
+  Node* unpack = nullptr;    // the top-level prim::TupleUnpack of the module's (output, weights)
+  Node* branches = nullptr;  // the top-level If choosing fast or slow path
   Node* fast_path = nullptr; // the top-level If holding the fast-path op (its checks inside)
   Value* x = nullptr;
   int64_t embed_dim = 0;
@@ -107,8 +107,8 @@ Value* followOut(Value* value, ModuleMatch& match) {
         match.fast_path = match.fast_path == nullptr ? owner : match.fast_path;
         match.branches = owner;
       }
-    } else if (user->kind() == c10::prim::TupleUnpack && element &&
-               user->owningBlock() == top && value->node() == match.branches) {
+    } else if (user->kind() == c10::prim::TupleUnpack && element && user->owningBlock() == top &&
+               value->node() == match.branches) {
       match.unpack = user;
       return user->output(*element);
     } else {
@@ -144,10 +144,9 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   const std::optional<int64_t> e = constantInt(native->input(kEmbedDim));
   const std::optional<int64_t> h = constantInt(native->input(kNumHeads));
   const std::optional<c10::IValue> need_weights = torch::jit::toIValue(native->input(kNeedWeights));
-  if (native->input(kKey) != match.x || native->input(kValue) != match.x || !e || !h ||
-      *e <= 0 || *h <= 0 || *e % *h != 0 || !need_weights || !need_weights->isBool() ||
-      need_weights->toBool() ||
-      native->input(kMask)->type()->kind() != c10::TypeKind::NoneType ||
+  if (native->input(kKey) != match.x || native->input(kValue) != match.x || !e || !h || *e <= 0 ||
+      *h <= 0 || *e % *h != 0 || !need_weights || !need_weights->isBool() ||
+      need_weights->toBool() || native->input(kMask)->type()->kind() != c10::TypeKind::NoneType ||
       !isFloatConstant(native->input(kQkvWeight), {3 * *e, *e}) ||
       !isFloatConstant(native->input(kQkvBias), {3 * *e}) ||
       !isFloatConstant(native->input(kProjWeight), {*e, *e}) ||
@@ -195,8 +194,9 @@ bool unused(const Node* node) {
   return true;
 }
 
-// `node` and what only it read, transitively, in its block: the fast-path checks (why_not_fast_path:
-// reads of dtype, device, autocast and grad mode the dead-code elimination keeps).
+// `node` and what only it read, transitively, in its block: the fast-path checks
+// (why_not_fast_path: reads of dtype, device, autocast and grad mode the dead-code elimination
+// keeps).
 void destroyUnusedProducers(Node* node) {
   std::vector<Node*> work{node};
   const Block* block = node->owningBlock();
@@ -235,18 +235,17 @@ void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
   auto constant = [&](NativeMhaInput input) {
     return graph.insertConstant(*torch::jit::toIValue(native->input(input)));
   };
-  Node* attention = graph.create(
-      symbol("srt::multi_head_attention"),
-      {match.x, constant(kQkvWeight), constant(kQkvBias),
-       graph.insertConstant(match.heads), graph.insertConstant(c10::IValue()),
-       graph.insertConstant(scale), graph.insertConstant(false), graph.insertConstant(false)},
-      1);
+  Node* attention = graph.create(symbol("srt::multi_head_attention"),
+                                 {match.x, constant(kQkvWeight), constant(kQkvBias),
+                                  graph.insertConstant(match.heads),
+                                  graph.insertConstant(c10::IValue()), graph.insertConstant(scale),
+                                  graph.insertConstant(false), graph.insertConstant(false)},
+                                 1);
   graph.insertNode(attention);
   attention->output()->setType(c10::TensorType::get());
   attention->copyMetadata(native);
   Node* projection = graph.create(
-      c10::aten::linear,
-      {attention->output(), constant(kProjWeight), constant(kProjBias)}, 1);
+      c10::aten::linear, {attention->output(), constant(kProjWeight), constant(kProjBias)}, 1);
   graph.insertNode(projection);
   projection->output()->setType(c10::TensorType::get());
   projection->copyMetadata(native);

@@ -219,8 +219,8 @@ std::optional<int64_t> rankOf(const Value* value, bool use_asserts) {
     if (node->input(1)->node()->kind() == c10::prim::ListConstruct) {
       return static_cast<int64_t>(node->input(1)->node()->inputs().size());
     }
-  } else if ((isKind(node, "aten::add") || isKind(node, "aten::sub") ||
-              isKind(node, "aten::mul") || isKind(node, "aten::div")) &&
+  } else if ((isKind(node, "aten::add") || isKind(node, "aten::sub") || isKind(node, "aten::mul") ||
+              isKind(node, "aten::div")) &&
              node->inputs().size() >= 2 &&
              node->input(1)->type()->kind() == c10::TypeKind::TensorType) {
     // Broadcasting: the larger rank.

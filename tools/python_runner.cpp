@@ -14,7 +14,7 @@
 #ifndef SRT_PYTHON_BUILD_DIR
 #error "SRT_PYTHON_BUILD_DIR must name <build>/python (see CMakeLists.txt)"
 #endif
-#ifndef SRT_PYTHON_INSTALL_SITE  // python/CMakeLists.txt: where cmake --install puts the package
+#ifndef SRT_PYTHON_INSTALL_SITE // python/CMakeLists.txt: where cmake --install puts the package
 #define SRT_PYTHON_INSTALL_SITE "lib/python3/dist-packages"
 #endif
 

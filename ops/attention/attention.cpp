@@ -45,8 +45,8 @@ namespace {
 // ---- Reference implementations: what the JIT runs, and our fallback. -------------------------
 
 at::Tensor attentionReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const c10::optional<at::Tensor>& mask, double scale,
-                              bool mask_fills, bool causal) {
+                              const c10::optional<at::Tensor>& mask, double scale, bool mask_fills,
+                              bool causal) {
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1));
   if (scale != 1.0) {
     scores = at::mul(scores, scale);
@@ -124,8 +124,8 @@ std::optional<BlasOperand> blasOperand(int64_t rows, int64_t cols, int64_t row_s
 // The mask broadcast to the scores' shape [batch..., sq, sk] (PyTorch's broadcasting: aligned on
 // the right, size-1 dimensions repeat): stride 0 along every broadcast dimension.
 struct MaskLayout {
-  const float* data = nullptr;       // a float mask, added
-  const bool* bool_data = nullptr;   // or a boolean one: True -> -inf
+  const float* data = nullptr;     // a float mask, added
+  const bool* bool_data = nullptr; // or a boolean one: True -> -inf
   c10::SmallVector<int64_t, 4> batch_strides;
   int64_t row_stride = 0;
   int64_t col_stride = 0;
@@ -516,16 +516,12 @@ std::optional<KernelFunction> multiHeadAttentionFactory(const torch::jit::Node* 
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(srt, m) {
-  m.def(torch::schema(kAttentionSchema,
-                      c10::AliasAnalysisKind::FROM_SCHEMA),
-        attentionReference);
+  m.def(torch::schema(kAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA), attentionReference);
   m.def(torch::schema(kMultiHeadAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         multiHeadAttentionReference);
 }
 
-SRT_REGISTER_KERNEL(
-    "srt::attention", kOutVariant,
-    whenMatches(kAttentionSchema, attention));
+SRT_REGISTER_KERNEL("srt::attention", kOutVariant, whenMatches(kAttentionSchema, attention));
 SRT_REGISTER_KERNEL("srt::multi_head_attention", kOutVariant, multiHeadAttentionFactory);
 
 } // namespace srt::ops

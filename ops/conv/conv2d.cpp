@@ -260,8 +260,9 @@ std::optional<KernelFunction> packedConv2dKernel(const torch::jit::Node* node) {
 }
 
 // Every convolution with a constant weight runs on oneDNN with the weight packed now (when
-// passes/conv_weight_packing.cpp has not packed it already). A weight that is not constant, or arguments that are
-// not, decline (ATen's kernel, or the JIT operator of srt::fused_conv2d, runs them).
+// passes/conv_weight_packing.cpp has not packed it already). A weight that is not constant, or
+// arguments that are not, decline (ATen's kernel, or the JIT operator of srt::fused_conv2d, runs
+// them).
 std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
                                             const KernelOptions& options) {
   if (!options.enable_out_variant) {

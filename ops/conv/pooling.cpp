@@ -159,18 +159,20 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
   // Planes split over the intra-op threads as in ATen, at least ~16k window reads per task.
   const int64_t reads_per_plane = std::max<int64_t>(1, out_h * out_w * w.kernel_h * w.kernel_w);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_plane);
-  splitIfWorthIt(planes, grain, static_cast<double>(planes * reads_per_plane) * kNanosecondsPerElement, [&](int64_t begin, int64_t end) {
-    const bool two_by_two = isPlainTwoByTwo(w, in_h, in_w, out_h, out_w);
-    for (int64_t plane = begin; plane < end; ++plane) {
-      const float* plane_in = in + plane * in_h * in_w;
-      float* plane_out = o + plane * out_h * out_w;
-      if (two_by_two) {
-        maxPoolPlaneTwoByTwo(plane_in, in_w, plane_out, out_h, out_w);
-      } else {
-        maxPoolPlane(plane_in, in_h, in_w, plane_out, out_h, out_w, w);
-      }
-    }
-  });
+  splitIfWorthIt(planes, grain,
+                 static_cast<double>(planes * reads_per_plane) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   const bool two_by_two = isPlainTwoByTwo(w, in_h, in_w, out_h, out_w);
+                   for (int64_t plane = begin; plane < end; ++plane) {
+                     const float* plane_in = in + plane * in_h * in_w;
+                     float* plane_out = o + plane * out_h * out_w;
+                     if (two_by_two) {
+                       maxPoolPlaneTwoByTwo(plane_in, in_w, plane_out, out_h, out_w);
+                     } else {
+                       maxPoolPlane(plane_in, in_h, in_w, plane_out, out_h, out_w, w);
+                     }
+                   }
+                 });
   return true;
 }
 

@@ -40,10 +40,10 @@ void whereSelf(ProcessedNode& p) {
     splitIfWorthIt(self.numel(), at::internal::GRAIN_SIZE,
                    static_cast<double>(self.numel()) * kNanosecondsPerElement,
                    [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        o[i] = c[i] ? a[i] : b[i];
-      }
-    });
+                     for (int64_t i = begin; i < end; ++i) {
+                       o[i] = c[i] ? a[i] : b[i];
+                     }
+                   });
     return;
   }
   whereOut(p, condition, self, other, at::native::result_type(self, other));

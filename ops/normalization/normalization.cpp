@@ -143,12 +143,12 @@ void batchNormEval(ProcessedNode& p) {
         std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(image, 1));
     splitIfWorthIt(batch * channels, grain, static_cast<double>(x.numel()) * kNanosecondsPerElement,
                    [&](int64_t begin, int64_t end) {
-      for (int64_t plane = begin; plane < end; ++plane) {
-        const int64_t c = plane % channels;
-        vec::map(vec::UnaryOp::kAffine, in + plane * image, o + plane * image, image,
-                 {scale[c], shift[c]});
-      }
-    });
+                     for (int64_t plane = begin; plane < end; ++plane) {
+                       const int64_t c = plane % channels;
+                       vec::map(vec::UnaryOp::kAffine, in + plane * image, o + plane * image, image,
+                                {scale[c], shift[c]});
+                     }
+                   });
     return;
   }
   // Other layouts (channels-last, strided) and float64: scale and shift shaped [1, C, 1, ...]

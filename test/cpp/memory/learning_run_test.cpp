@@ -91,8 +91,15 @@ TEST(LearningRun, PeakIsTheLiveSetNotEveryIntermediate) {
     const size_t before = tracking.allocator().live();
     const at::Tensor result = runtime({x, w}).toTensor();
     learning_peak = tracking.allocator().peak() - before;
-    EXPECT_TRUE(result.allclose(torch::mm(torch::mm(torch::mm(torch::mm(torch::mm(torch::mm(
-                    torch::mm(torch::mm(x, w), w), w), w), w), w), w), w).sum(), 1e-3, 1e-4));
+    EXPECT_TRUE(result.allclose(
+        torch::mm(
+            torch::mm(
+                torch::mm(torch::mm(torch::mm(torch::mm(torch::mm(torch::mm(x, w), w), w), w), w),
+                          w),
+                w),
+            w)
+            .sum(),
+        1e-3, 1e-4));
   }
   // Two intermediates alive at once (a product and its operand), plus what mm keeps aside.
   EXPECT_LE(learning_peak, 3 * kIntermediate) << "learning run peak " << learning_peak;

@@ -118,9 +118,9 @@ std::vector<GraphInputs> withBoolMask(std::vector<GraphInputs> sets) {
 }
 
 TEST(AttentionFusion, FusesFillMaskAndScalesAnywhere) {
-  auto fused = expectPassPreservesResults(passes::fuseAttention,
-                                          preparedGraph(kFillMaskScattteredScales),
-                                          withBoolMask(qkvSets()), true);
+  auto fused =
+      expectPassPreservesResults(passes::fuseAttention, preparedGraph(kFillMaskScattteredScales),
+                                 withBoolMask(qkvSets()), true);
   expectFusedOnce(fused);
   EXPECT_EQ(countKind(*fused, "aten::masked_fill"), 0u) << *fused;
   expectMatchesJit(kFillMaskScattteredScales, asInputSets(withBoolMask(qkvSets())));

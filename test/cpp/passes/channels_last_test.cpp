@@ -103,7 +103,8 @@ TEST_F(ChannelsLastPass, LeavesNetworksWithoutConvolutions) {
   auto graph = passes::prepareModule(network(R"JIT(
 def forward(self, x):
     return torch.relu(torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False))
-)JIT")).graph;
+)JIT"))
+                   .graph;
   auto result =
       expectPassPreservesResults(passes::useChannelsLast, graph, {{torch::randn({1, 3, 8, 8})}},
                                  /*expect_changed=*/false, 1e-4);

@@ -60,12 +60,12 @@ def forward(self, x, w):
     given = torch.conv1d(x, w, None, 1, 1)
     same = torch.conv1d(x, self.w, self.b, 1, "same")
     return lowered, given, same
-)JIT")).graph;
-  auto lowered = expectPassPreservesResults(
-      passes::lowerConv1d, graph,
-      {{torch::randn({1, 8, 20}), torch::randn({4, 8, 3})},
-       {torch::randn({2, 8, 31}), torch::randn({4, 8, 3})}},
-      /*expect_changed=*/true, 1e-4);
+)JIT"))
+                   .graph;
+  auto lowered = expectPassPreservesResults(passes::lowerConv1d, graph,
+                                            {{torch::randn({1, 8, 20}), torch::randn({4, 8, 3})},
+                                             {torch::randn({2, 8, 31}), torch::randn({4, 8, 3})}},
+                                            /*expect_changed=*/true, 1e-4);
   EXPECT_EQ(countKind(*lowered, "aten::conv2d"), 1u) << *lowered;
   EXPECT_EQ(countKind(*lowered, "aten::conv1d"), 2u) << *lowered;
 }

@@ -61,11 +61,11 @@ TEST(ConvWeightPacking, PacksLargeWeightsAndDropsTheirPlainCopies) {
 TEST(ConvWeightPacking, PackedGraphComputesTheSameOnTheJit) {
   auto graph = passes::prepareModule(packingModule()).graph;
   passes::fuseConvEpilogues(graph);
-  auto packed = expectPassPreservesResults(
-      passes::packConvWeights, graph,
-      {{torch::randn({1, 8, 6, 6}), torch::randn({4, 8, 3, 3})},
-       {torch::randn({2, 8, 5, 7}), torch::randn({4, 8, 3, 3})}},
-      /*expect_changed=*/true, 1e-4);
+  auto packed =
+      expectPassPreservesResults(passes::packConvWeights, graph,
+                                 {{torch::randn({1, 8, 6, 6}), torch::randn({4, 8, 3, 3})},
+                                  {torch::randn({2, 8, 5, 7}), torch::randn({4, 8, 3, 3})}},
+                                 /*expect_changed=*/true, 1e-4);
   EXPECT_EQ(countKind(*packed, "srt::packed_conv2d"), 4u) << *packed;
 }
 
@@ -74,11 +74,12 @@ TEST(ConvWeightPacking, PackedGraphComputesTheSameOnTheJit) {
 TEST(ConvWeightPacking, PackedKernelsMatchJit) {
   const at::Tensor wide = torch::randn({2, 8, 7, 12});
   const at::Tensor w = torch::randn({4, 8, 3, 3});
-  expectMatchesJit(packingModule(),
-                   {{{torch::randn({1, 8, 6, 6}), w}, {}},
-                    {{torch::randn({2, 8, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast), w}, {}},
-                    {{wide.slice(3, 0, 12, 2), w}, {}}},
-                   {}, 1e-4);
+  expectMatchesJit(
+      packingModule(),
+      {{{torch::randn({1, 8, 6, 6}), w}, {}},
+       {{torch::randn({2, 8, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast), w}, {}},
+       {{wide.slice(3, 0, 12, 2), w}, {}}},
+      {}, 1e-4);
 }
 
 } // namespace

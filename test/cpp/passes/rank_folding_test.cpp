@@ -44,8 +44,8 @@ TEST(RankFolding, FoldsWhatTheGraphProvesAndKeepsWhatOnlyTheAssertSays) {
                                          {torch::randn({2, 12}), int64_t{1}, int64_t{4}}};
   auto folded = expectPassPreservesResults(passes::foldKnownRanks, parsedGraph(kAssertsIr), sets,
                                            /*expect_changed=*/true);
-  EXPECT_EQ(countKind(*folded, "aten::dim"), 1u) << *folded;   // x's
-  EXPECT_EQ(countKind(*folded, "prim::If"), 1u) << *folded;    // x's assert
+  EXPECT_EQ(countKind(*folded, "aten::dim"), 1u) << *folded; // x's
+  EXPECT_EQ(countKind(*folded, "prim::If"), 1u) << *folded;  // x's assert
   EXPECT_EQ(countKind(*folded, "aten::reshape"), 1u) << *folded;
 }
 
@@ -54,8 +54,7 @@ TEST(RankFolding, KeepsTheAssertThatFails) {
   auto graph = parsedGraph(kAssertsIr);
   auto copy = graph->copy();
   passes::foldKnownRanks(copy);
-  EXPECT_THROW(runWithJit(copy, {torch::randn({2, 2, 3}), int64_t{2}, int64_t{2}}),
-               std::exception);
+  EXPECT_THROW(runWithJit(copy, {torch::randn({2, 2, 3}), int64_t{2}, int64_t{2}}), std::exception);
 }
 
 } // namespace

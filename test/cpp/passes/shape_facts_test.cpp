@@ -66,7 +66,7 @@ std::shared_ptr<torch::jit::Graph> gpt2Graph() {
 TEST(ShapeFacts, ProvesGpt2HeadSizeAndScale) {
   auto graph = gpt2Graph();
   torch::jit::Value* x = graph->inputs()[0];
-  EXPECT_EQ(passes::knownRank(x), 3); // unpacked into three sizes
+  EXPECT_EQ(passes::knownRank(x), 3);      // unpacked into three sizes
   EXPECT_EQ(passes::knownSize(x, -1), 32); // what the projection reads
   EXPECT_EQ(passes::knownSize(outputOf(*graph, "aten::linear"), 2), 96);
   EXPECT_EQ(passes::knownSize(outputOf(*graph, "prim::ListUnpack", 1, 2), -1), 32); // v

@@ -112,9 +112,9 @@ def forward(self, x, sizes: List[int], scales: List[float]):
     flags = [x.dim() > 1, x.numel() > 0, True]
     return sum(shift), sum(sizes), sum(scales), sum(flags), grown, shift, outputs
 )JIT";
-  expectMatchesJit(source, {{{torch::randn({2, 3}), c10::List<int64_t>({4, 5}),
-                              c10::List<double>({0.5, 1.25})}},
-                            {{torch::randn({7}), c10::List<int64_t>({-1}), c10::List<double>()}}});
+  expectMatchesJit(
+      source, {{{torch::randn({2, 3}), c10::List<int64_t>({4, 5}), c10::List<double>({0.5, 1.25})}},
+               {{torch::randn({7}), c10::List<int64_t>({-1}), c10::List<double>()}}});
   expectKinds(source, {{"aten::sum", KernelKind::kNative},
                        {"aten::copy", KernelKind::kNative},
                        {"aten::add_", KernelKind::kNative}});
