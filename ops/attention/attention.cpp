@@ -37,6 +37,7 @@
 #include "ops/core/schema_match.h"
 #include "ops/elementwise/vectorized_loops.h"
 #include "ops/gemm/onednn.h"
+#include "ops/gemm/packed_linear.h"
 #include "ops/gemm/threads.h"
 
 namespace srt::ops {
@@ -364,11 +365,20 @@ void attention(ProcessedNode& p) {
 
 // ---- srt::multi_head_attention -----------------------------------------------------------------
 
-// `packed_weight`: the QKV weight packed for oneDNN when the node's weight is a constant and the
-// module uses oneDNN, else nullptr (OpenBLAS computes the projection).
-void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weight) {
-  const at::Tensor& x = p.input(0).toTensor();
-  const at::Tensor& weight = p.input(1).toTensor();
+// The QKV projection's weight [3 * d_model, d_in]: the node's plain tensor input, packed for
+// oneDNN as well when it is a constant and the module uses oneDNN (`packed`); or only packed
+// (srt::multi_head_attention.packed, `plain` undefined).
+struct QkvWeight {
+  at::Tensor plain;
+  const OneDnnPackedWeight* packed = nullptr;
+
+  int64_t outputs() const { return plain.defined() ? plain.size(0) : packedShape(*packed).second; }
+  int64_t inputs() const { return plain.defined() ? plain.size(1) : packedShape(*packed).first; }
+  // [3 * d_model, d_in] as a tensor, for the reference (a new one when only packed).
+  at::Tensor tensor() const { return plain.defined() ? plain : unpackOneDnnWeight(*packed).t(); }
+};
+
+void multiHeadAttention(ProcessedNode& p, const at::Tensor& x, const QkvWeight& weight) {
   const c10::IValue& bias_value = p.input(2);
   const int64_t heads = p.input(3).toInt();
   const c10::IValue& mask = p.input(4);
@@ -377,15 +387,17 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   const bool causal = p.input(7).toBool();
   auto reference = [&] {
     p.output(0) =
-        multiHeadAttentionReference(x, weight, bias_value.toOptional<at::Tensor>(), heads,
+        multiHeadAttentionReference(x, weight.tensor(), bias_value.toOptional<at::Tensor>(), heads,
                                     mask.toOptional<at::Tensor>(), scale, mask_fills, causal);
   };
 
   const bool has_bias = !bias_value.isNone();
   const at::Tensor bias = has_bias ? bias_value.toTensor() : at::Tensor();
-  if (!isFloatCpu(x) || !isFloatCpu(weight) || x.dim() != 3 || weight.dim() != 2 ||
-      !weight.is_contiguous() || weight.size(0) % 3 != 0 || weight.size(1) != x.size(2) ||
-      (has_bias && (!isFloatCpu(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0) ||
+  const at::Tensor& plain = weight.plain;
+  if (!isFloatCpu(x) || x.dim() != 3 ||
+      (plain.defined() && (!isFloatCpu(plain) || plain.dim() != 2 || !plain.is_contiguous())) ||
+      weight.outputs() % 3 != 0 || weight.inputs() != x.size(2) ||
+      (has_bias && (!isFloatCpu(bias) || bias.dim() != 1 || bias.size(0) != weight.outputs() ||
                     !bias.is_contiguous()))) {
     reference();
     return;
@@ -393,7 +405,7 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
   const int64_t d_in = x.size(2);
-  const int64_t d_model = weight.size(0) / 3;
+  const int64_t d_model = weight.outputs() / 3;
   if (heads <= 0 || d_model % heads != 0) {
     reference(); // raises the reference's error
     return;
@@ -438,8 +450,17 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
   const bool dense_rows = x_ld == d_in && (batch == 1 || x.stride(0) == seq * d_in);
   const OneDnnThreads onednn_threads(rows * d_in * qkv_ld);
   std::optional<size_t> onednn_scratchpad;
-  if (packed_weight != nullptr && dense_rows) {
-    onednn_scratchpad = prepareOneDnnGemm(p, *packed_weight, rows, has_bias, onednn_threads);
+  if (weight.packed != nullptr && dense_rows) {
+    onednn_scratchpad = prepareOneDnnGemm(p, *weight.packed, rows, has_bias, onednn_threads);
+  }
+  if (!onednn_scratchpad && !plain.defined()) {
+    // Only oneDNN can read a weight that exists only packed: rows made dense first, or ATen's.
+    if (!dense_rows && !x.is_contiguous()) {
+      multiHeadAttention(p, x.contiguous(), weight);
+      return;
+    }
+    reference();
+    return;
   }
   // One scratch request: the [rows, 3 * d_model] projection, a score block per thread, then
   // oneDNN's scratchpad.
@@ -460,7 +481,7 @@ void multiHeadAttention(ProcessedNode& p, const OneDnnPackedWeight* packed_weigh
       }
     }
     useAtenThreadsForOpenBlas();
-    const float* w_data = weight.data_ptr<float>();
+    const float* w_data = plain.data_ptr<float>();
     const float beta = has_bias ? 1.f : 0.f;
     if (batch == 1 || x.stride(0) == seq * x_ld) {
       // The batches are one [batch * seq, d_in] matrix: one GEMM.
@@ -510,7 +531,39 @@ std::optional<KernelFunction> multiHeadAttentionFactory(const torch::jit::Node* 
       packed = packOneDnnWeight(weight->toTensor().t());
     }
   }
-  return [packed](ProcessedNode& p) { multiHeadAttention(p, packed.get()); };
+  return [packed](ProcessedNode& p) {
+    multiHeadAttention(p, p.input(0).toTensor(), {p.input(1).toTensor(), packed.get()});
+  };
+}
+
+// The QKV weight held only packed (passes/linear_weight_packing.cpp), as for
+// srt::fused_linear.packed.
+constexpr const char* kPackedMultiHeadAttentionSchema =
+    "srt::multi_head_attention.packed(Tensor x, __torch__.torch.classes.srt.LinearWeight "
+    "qkv_weight, Tensor? qkv_bias, int num_heads, Tensor? mask, float scale, bool mask_fills, "
+    "bool causal) -> Tensor";
+
+at::Tensor packedMultiHeadAttentionReference(
+    const at::Tensor& x, const c10::intrusive_ptr<PackedLinearWeight>& qkv_weight,
+    const c10::optional<at::Tensor>& qkv_bias, int64_t num_heads,
+    const c10::optional<at::Tensor>& mask, double scale, bool mask_fills, bool causal) {
+  TORCH_CHECK(qkv_weight, "srt::multi_head_attention.packed: the packed weight is None");
+  return multiHeadAttentionReference(x, unpackOneDnnWeight(*qkv_weight->packed).t(), qkv_bias,
+                                     num_heads, mask, scale, mask_fills, causal);
+}
+
+std::optional<KernelFunction> packedMultiHeadAttentionFactory(const torch::jit::Node* node,
+                                                              const KernelOptions&) {
+  if (!node->matches(kPackedMultiHeadAttentionSchema)) {
+    return std::nullopt;
+  }
+  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(1));
+  if (!weight || !weight->isCustomClass()) {
+    return std::nullopt;
+  }
+  return [packed = weight->toCustomClass<PackedLinearWeight>()->packed](ProcessedNode& p) {
+    multiHeadAttention(p, p.input(0).toTensor(), {at::Tensor(), packed.get()});
+  };
 }
 
 } // namespace
@@ -519,9 +572,13 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
   m.def(torch::schema(kAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA), attentionReference);
   m.def(torch::schema(kMultiHeadAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         multiHeadAttentionReference);
+  registerLinearWeightClass(); // first: the schema names it
+  m.def(torch::schema(kPackedMultiHeadAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        packedMultiHeadAttentionReference);
 }
 
 SRT_REGISTER_KERNEL("srt::attention", kOutVariant, whenMatches(kAttentionSchema, attention));
 SRT_REGISTER_KERNEL("srt::multi_head_attention", kOutVariant, multiHeadAttentionFactory);
+SRT_REGISTER_KERNEL("srt::multi_head_attention", kOutVariant, packedMultiHeadAttentionFactory);
 
 } // namespace srt::ops

@@ -19,31 +19,18 @@
 #include "ops/core/registry.h"
 #include "ops/elementwise/vectorized_loops.h"
 #include "ops/gemm/epilogue.h"
+#include "ops/gemm/fused_linear.h"
 #include "ops/gemm/onednn.h"
 #include "ops/gemm/path.h"
 #include "ops/gemm/problem.h"
 #include "ops/gemm/threads.h"
 
 namespace srt::ops {
-namespace {
 
-constexpr const char* kFusedLinearSchema =
+const char* const kFusedLinearSchema =
     "srt::fused_linear(Tensor input, Tensor weight, Tensor? bias=None, str activation=\"none\", "
     "Tensor? residual=None, Scalar alpha=1, bool residual_first=False) -> Tensor";
 
-// Inputs of srt::fused_linear.
-enum FusedLinearInput {
-  kInput = 0,
-  kWeight,
-  kBias,
-  kActivation,
-  kResidual,
-  kAlpha,
-  kResidualFirst
-};
-
-// What the JIT runs, and what we run for what the fused kernels do not cover: the ops the node
-// replaced, in their order.
 at::Tensor fusedLinearReference(const at::Tensor& input, const at::Tensor& weight,
                                 const c10::optional<at::Tensor>& bias, c10::string_view activation,
                                 const c10::optional<at::Tensor>& residual, const at::Scalar& alpha,
@@ -58,6 +45,29 @@ at::Tensor fusedLinearReference(const at::Tensor& input, const at::Tensor& weigh
   }
   return residual_first ? at::add(*residual, y, alpha) : at::add(y, *residual, alpha);
 }
+
+std::optional<GemmEpilogue> constantEpilogue(const torch::jit::Node* node) {
+  const auto activation = torch::jit::constant_as<std::string>(node->input(kActivation));
+  const auto residual_first = torch::jit::constant_as<bool>(node->input(kResidualFirst));
+  if (!activation || !residual_first) {
+    return std::nullopt;
+  }
+  const std::optional<Activation> parsed =
+      parseActivation(std::string_view(activation->data(), activation->size()));
+  const c10::TypePtr& residual_type = node->input(kResidual)->type();
+  const bool no_residual = residual_type->kind() == c10::TypeKind::NoneType;
+  // An Optional[Tensor] that may or may not be None at run time is left to the JIT operator.
+  if (!parsed || (!no_residual && !residual_type->isSubtypeOf(*c10::TensorType::get()))) {
+    return std::nullopt;
+  }
+  GemmEpilogue epilogue;
+  epilogue.activation = *parsed;
+  epilogue.has_residual = !no_residual;
+  epilogue.residual_first = *residual_first;
+  return epilogue;
+}
+
+namespace {
 
 constexpr const char* kGemmSchema = "srt::gemm(Tensor a, Tensor b, bool trans_a, bool trans_b, "
                                     "Scalar alpha, str op) -> Tensor";
@@ -158,29 +168,6 @@ void runFused(ProcessedNode& p, GemmBackend backend, GemmEpilogue epilogue) {
     }
   }
   applyEpilogue(epilogue, out, residual);
-}
-
-// The epilogue fixed by the node's constant arguments, or std::nullopt when they are not
-// constants (the JIT operator then runs the node).
-std::optional<GemmEpilogue> constantEpilogue(const torch::jit::Node* node) {
-  const auto activation = torch::jit::constant_as<std::string>(node->input(kActivation));
-  const auto residual_first = torch::jit::constant_as<bool>(node->input(kResidualFirst));
-  if (!activation || !residual_first) {
-    return std::nullopt;
-  }
-  const std::optional<Activation> parsed =
-      parseActivation(std::string_view(activation->data(), activation->size()));
-  const c10::TypePtr& residual_type = node->input(kResidual)->type();
-  const bool no_residual = residual_type->kind() == c10::TypeKind::NoneType;
-  // An Optional[Tensor] that may or may not be None at run time is left to the JIT operator.
-  if (!parsed || (!no_residual && !residual_type->isSubtypeOf(*c10::TensorType::get()))) {
-    return std::nullopt;
-  }
-  GemmEpilogue epilogue;
-  epilogue.activation = *parsed;
-  epilogue.has_residual = !no_residual;
-  epilogue.residual_first = *residual_first;
-  return epilogue;
 }
 
 std::optional<KernelFunction> fusedLinearFactory(const torch::jit::Node* node,

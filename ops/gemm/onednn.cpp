@@ -272,9 +272,9 @@ void execute(OneDnnGemmState& state, ProcessedNode& p, const void* a, const void
 // contiguous float32 activation [..., K], a contiguous bias of N values or none, and a residual
 // of exactly the output's shape. False (nothing written) for anything else, which the general
 // path then takes.
-bool runDenseLinear(ProcessedNode& p, const PackedWeight& packed, LinearInputs linear,
-                    const GemmEpilogue& epilogue, int residual_input, int alpha_input) {
-  const at::Tensor& x = p.input(linear.input).toTensor();
+bool runDenseLinear(ProcessedNode& p, const at::Tensor& x, const PackedWeight& packed,
+                    LinearInputs linear, const GemmEpilogue& epilogue, int residual_input,
+                    int alpha_input) {
   if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.dim() < 2 || x.size(-1) != packed.k ||
       x.numel() == 0 || !x.is_contiguous()) {
     return false;
@@ -362,6 +362,41 @@ std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& wei
   }
 }
 
+std::pair<int64_t, int64_t> packedShape(const OneDnnPackedWeight& weight) {
+  return {weight.k, weight.n};
+}
+
+at::Tensor unpackOneDnnWeight(const OneDnnPackedWeight& weight) {
+  at::Tensor plain = at::empty({weight.k, weight.n}, at::kFloat);
+  const memory::desc plain_desc({weight.k, weight.n}, memory::data_type::f32,
+                                memory::format_tag::ab);
+  memory from(weight.desc, oneDnnEngine(), weight.storage.data_ptr());
+  memory to(plain_desc, oneDnnEngine(), plain.data_ptr());
+  dnnl::stream stream(oneDnnEngine());
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  return plain;
+}
+
+KernelFunction makePackedLinearKernel(std::shared_ptr<const OneDnnPackedWeight> packed,
+                                      GemmEpilogue epilogue, LinearInputs linear,
+                                      int residual_input, int alpha_input,
+                                      KernelFunction reference) {
+  return [packed = std::move(packed), epilogue, linear, residual_input, alpha_input,
+          reference = std::move(reference)](ProcessedNode& p) {
+    const at::Tensor& x = p.input(linear.input).toTensor();
+    if (runDenseLinear(p, x, *packed, linear, epilogue, residual_input, alpha_input)) {
+      return;
+    }
+    // Copying a strided activation costs M x K; unpacking the weight would cost K x N per call.
+    if (x.scalar_type() == at::kFloat && x.is_cpu() && x.dim() >= 2 && !x.is_contiguous() &&
+        runDenseLinear(p, x.contiguous(), *packed, linear, epilogue, residual_input, alpha_input)) {
+      return;
+    }
+    reference(p);
+  };
+}
+
 namespace {
 
 std::optional<size_t> prepareState(OneDnnGemmState& state, const OneDnnPackedWeight& weight,
@@ -427,8 +462,8 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
   }
   return [packed, lower, aten_kernel = std::move(aten_kernel), epilogue, residual_input,
           alpha_input, linear](ProcessedNode& p) {
-    if (linear.input >= 0 &&
-        runDenseLinear(p, *packed, linear, epilogue, residual_input, alpha_input)) {
+    if (linear.input >= 0 && runDenseLinear(p, p.input(linear.input).toTensor(), *packed, linear,
+                                            epilogue, residual_input, alpha_input)) {
       return;
     }
     std::optional<GemmProblem> problem = lower(p);

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 
@@ -52,6 +53,22 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
 // nullptr when it cannot be packed: not a float32 matrix, or no matmul implementation here.
 struct OneDnnPackedWeight;
 std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& weight);
+
+// The packed operand's shape {K, N}.
+std::pair<int64_t, int64_t> packedShape(const OneDnnPackedWeight& weight);
+
+// The packed operand back in its plain [K, N] layout (a new float32 tensor), for the reference
+// path of a node that holds its weight only packed (srt::fused_linear.packed).
+at::Tensor unpackOneDnnWeight(const OneDnnPackedWeight& weight);
+
+// The kernel of a linear-shaped node whose weight exists only `packed` (srt::fused_linear.packed,
+// ops/gemm/packed_linear.cpp): a float32 activation [..., K] runs on oneDNN (a strided one, like
+// ViT's x[:, 0], made dense first), with `epilogue` as for makeOneDnnKernel; anything else (other
+// dtypes, a 1-D input, a residual that broadcasts) runs `reference`, which unpacks the weight.
+KernelFunction makePackedLinearKernel(std::shared_ptr<const OneDnnPackedWeight> packed,
+                                      GemmEpilogue epilogue, LinearInputs linear,
+                                      int residual_input, int alpha_input,
+                                      KernelFunction reference);
 
 // out[m, N] = a[m, K] @ weight (+ bias, a row of N floats), rows contiguous, in two steps so the
 // kernel can place oneDNN's scratchpad inside its own scratch block (a node has one):
