@@ -60,6 +60,11 @@ bool useChannelsLast(GraphPtr& graph);
 // weight packed for oneDNN; the plain weight constants become dead (conv_weight_packing.cpp).
 bool packConvWeights(GraphPtr& graph);
 
+// aten::linear / srt::fused_linear with a constant weight -> srt::fused_linear.packed on one
+// constant holding the weight packed for oneDNN; the plain weight constants become dead
+// (linear_weight_packing.cpp).
+bool packLinearWeights(GraphPtr& graph);
+
 // transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
 // folded into one srt::gemm (transpose_absorption.cpp).
 bool absorbTransposes(GraphPtr& graph);

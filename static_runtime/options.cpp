@@ -63,6 +63,10 @@ std::set<std::string> StaticModuleOptions::passesToSkip() const {
   if (!use_maybe_copy_variants || !enable_out_variant) {
     skip.insert("maybe_copy_variants");
   }
+  // Packed linear weights are what oneDNN's matmul reads; the other backends read plain ones.
+  if (gemm_backend != GemmBackend::kOneDnn || !enable_out_variant) {
+    skip.insert("linear_weight_packing");
+  }
   return skip;
 }
 
