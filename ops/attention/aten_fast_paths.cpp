@@ -1,7 +1,10 @@
 // PyTorch's fused encoder-layer and multi-head-attention ops, which nn.TransformerEncoderLayer and
-// nn.MultiheadAttention call on their inference fast path. There is no out path for either, so
-// these native kernels call the at::native implementation directly: they allocate like the JIT
-// does, minus the JIT stack and the dispatcher.
+// nn.MultiheadAttention call on their inference fast path, and the nested-tensor ops with which
+// nn.TransformerEncoder packs a padded batch for that path (a key-padding mask given) and pads it
+// back. There is no out path for any of them (a nested tensor cannot live in a planned arena), so
+// these native kernels call ATen directly: they allocate like the JIT does, minus the JIT stack
+// (and, for the fused ops, the dispatcher).
+#include <ATen/Functions.h>
 #include <ATen/NativeFunctions.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -45,8 +48,41 @@ void multiHeadAttention(ProcessedNode& p) {
   p.output(1) = std::move(weights);
 }
 
+// Nested tensors have their own dispatch key: these go through the dispatcher to reach it.
+void nestedFromMask(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
+  p.output(0) = at::_nested_tensor_from_mask(tensorAt(p, 0), tensorAt(p, 1), p.input(2).toBool());
+}
+
+void nestedFromMaskLeftAligned(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
+  p.output(0) = at::_nested_tensor_from_mask_left_aligned(tensorAt(p, 0), tensorAt(p, 1));
+}
+
+void toPaddedTensor(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
+  const c10::IValue& size_value = p.input(2);
+  const std::vector<int64_t> size =
+      size_value.isNone() ? std::vector<int64_t>() : size_value.toIntVector();
+  p.output(0) = tensorAt(p, 0).to_padded_tensor(
+      p.input(1).toDouble(),
+      size_value.isNone() ? at::OptionalIntArrayRef() : at::OptionalIntArrayRef(size));
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::_nested_tensor_from_mask", kNative,
+                    whenMatches("aten::_nested_tensor_from_mask(Tensor t, Tensor mask, bool "
+                                "mask_check=True) -> Tensor",
+                                nestedFromMask));
+SRT_REGISTER_KERNEL(
+    "aten::_nested_tensor_from_mask_left_aligned", kNative,
+    whenMatches("aten::_nested_tensor_from_mask_left_aligned(Tensor t, Tensor mask) -> bool",
+                nestedFromMaskLeftAligned));
+SRT_REGISTER_KERNEL("aten::to_padded_tensor", kNative,
+                    whenMatches("aten::to_padded_tensor(Tensor self, float padding, int[]? "
+                                "output_size=None) -> Tensor",
+                                toPaddedTensor));
 SRT_REGISTER_KERNEL(
     "aten::_transformer_encoder_layer_fwd", kNative,
     whenMatches(

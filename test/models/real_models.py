@@ -23,10 +23,6 @@ FALLBACK_REASONS = {
     "aten::conv3d": "3-D convolution runs ATen's op; [4/5]",
     "aten::conv_transpose1d": "transposed 1-D convolution runs ATen's op; [4/5]",
     "aten::adaptive_avg_pool3d": "3-D pooling runs ATen's op; [4/5]",
-    "aten::_nested_tensor_from_mask": "nn.TransformerEncoder's nested-tensor path for padded "
-    "batches runs ATen's ops; a dense masked path is [4/5]",
-    "aten::_nested_tensor_from_mask_left_aligned": "the same nested-tensor path's check",
-    "aten::to_padded_tensor": "the same nested-tensor path's exit",
     "aten::_native_multi_head_attention": "nn.MultiheadAttention's fast path; our fusion of it "
     "is [4/5]",
 }
