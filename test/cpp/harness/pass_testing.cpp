@@ -1,6 +1,7 @@
 #include "harness/pass_testing.h"
 
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
@@ -37,6 +38,17 @@ size_t countKindIn(const torch::jit::Block& block, c10::Symbol kind) {
 
 size_t countKind(const torch::jit::Graph& graph, const std::string& kind) {
   return countKindIn(*graph.block(), c10::Symbol::fromQualString(kind));
+}
+
+size_t tensorConstantsOfSize(const torch::jit::Graph& graph, at::IntArrayRef sizes) {
+  size_t count = 0;
+  for (const torch::jit::Node* node : graph.nodes()) {
+    if (node->kind() == c10::prim::Constant && node->output()->type()->cast<c10::TensorType>()) {
+      const auto value = torch::jit::toIValue(node->output());
+      count += value && value->isTensor() && value->toTensor().sizes() == sizes ? 1 : 0;
+    }
+  }
+  return count;
 }
 
 std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs) {

@@ -29,6 +29,10 @@ std::shared_ptr<torch::jit::Graph> parsedGraph(const std::string& ir);
 // Nodes of this kind ("aten::linear", "srt::fused_linear", ...), sub-blocks included.
 size_t countKind(const torch::jit::Graph& graph, const std::string& kind);
 
+// Top-level tensor constants of exactly these sizes: after a weight-packing pass, the plain
+// weights that are left.
+size_t tensorConstantsOfSize(const torch::jit::Graph& graph, at::IntArrayRef sizes);
+
 // The same inputs as differential-harness input sets (positional arguments, no keywords).
 std::vector<InputSet> asInputSets(const std::vector<GraphInputs>& inputs);
 

@@ -36,17 +36,6 @@ def forward(self, x, w):
   return module;
 }
 
-size_t tensorConstantsOfSize(const torch::jit::Graph& graph, at::IntArrayRef sizes) {
-  size_t count = 0;
-  for (const torch::jit::Node* node : graph.nodes()) {
-    if (node->kind() == c10::prim::Constant && node->output()->type()->cast<c10::TensorType>()) {
-      const auto value = torch::jit::toIValue(node->output());
-      count += value && value->isTensor() && value->toTensor().sizes() == sizes ? 1 : 0;
-    }
-  }
-  return count;
-}
-
 TEST(ConvWeightPacking, PacksLargeWeightsAndDropsTheirPlainCopies) {
   StaticModule module(packingModule());
   const torch::jit::Graph& graph = module.graph();
