@@ -151,13 +151,32 @@ def _tensor_bytes(value) -> int:
     return 0
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _malloc_held() -> int:
+    """Bytes glibc's malloc has handed out and not got back (heap and mmapped chunks), or -1
+    without mallinfo2 (glibc < 2.33). Unlike RSS it sees memory held but not touched, and not
+    what the calls touch outside malloc (library pages, OpenBLAS's own buffers)."""
+    libc = ctypes.CDLL("libc.so.6")
+    if not hasattr(libc, "mallinfo2"):
+        return -1
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
 def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) -> None:
     """In a fresh process, at 1 thread: loads the model from `path` on `runtime` as a deployment
     would (eager: the pickled module, torch.load; ours: the TorchScript archive,
     StaticModule(path); PyTorch's Static Runtime: the same archive, frozen), and prints the RSS
     figures as one JSON line: before (building), built, peak (high-water mark during the calls,
     reset after the build). With `warmup`, the peak is reset again after that many calls, and
-    their high-water mark and the RSS after them are given too (warm_peak, warm)."""
+    their high-water mark and the RSS after them are given too (warm_peak, warm), and the bytes
+    malloc holds after the calls that it did not after the build (held)."""
     set_threads(1)
     before = _status_bytes("VmRSS")
     module = None
@@ -179,6 +198,7 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
     figures = {"before": before, "built": _status_bytes("VmRSS")}
+    held = _malloc_held()
     _reset_peak()
     if warmup:
         for _ in range(warmup):
@@ -189,6 +209,8 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     for _ in range(calls):
         output_bytes = _tensor_bytes(call(*inputs))  # dropped at once, as a caller would
     figures["peak"] = _status_bytes("VmHWM")
+    if warmup and held >= 0:
+        figures["held"] = _malloc_held() - held
     if module is not None:
         stats = module.stats()
         figures["arena_bytes"] = stats["managed_bytes"]
