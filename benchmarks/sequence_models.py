@@ -19,7 +19,11 @@ Models, random weights:
                  features only: the model returns (features, lengths) with lengths None when
                  none are given, and an ONNX graph has no None output (the export had 1 output
                  against the module's 2, and ONNX Runtime's output check failed). Every runtime
-                 runs the same wrapper.
+                 runs the same wrapper. PyTorch 1.13's Static Runtime returns wrong features
+                 (max error 5 on outputs of standard deviation 1), and its cell says so instead
+                 of a time: its aten::layer_norm out-variant ignores the strides of a
+                 non-contiguous input, here the feature extractor's transposed output (fixed
+                 upstream in 2024, pytorch/pytorch#124789).
   lstm           benchmarks/recurrent.py's classifier: a 2-layer bidirectional LSTM 64->128 and
                  a Linear 256->10 on the last step, on 1x32x64.
   encoder_layer  nn.TransformerEncoderLayer(256, 4, batch_first=True), eval mode, on 8x128x256.

@@ -361,6 +361,8 @@ def _skip_cell(run, runtime, threads) -> str:
     for skip in run["result"]["skipped"]:
         if skip["runtime"] == runtime and skip["threads"] == threads:
             reason = skip["reason"]
+            if reason.startswith(bench.LABELS[runtime] + " "):  # the column says whose
+                reason = reason[len(bench.LABELS[runtime]) + 1:]
             if reason.startswith("torch.onnx.export failed: "):
                 reason = "export failed: " + reason[len("torch.onnx.export failed: "):]
             return reason if len(reason) <= 80 else reason[:77] + "..."
