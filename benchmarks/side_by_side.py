@@ -110,7 +110,7 @@ def measure_passive(script: str, args, extra_argv=()) -> list:
     OMP_WAIT_POLICY=PASSIVE, at the thread counts above 1: libgomp reads the variable once, at
     start-up, and one thread has no team to wait for."""
     threads = [count for count in args.threads if count > 1]
-    if not threads:
+    if not threads or not args.models:
         return []
     with tempfile.TemporaryDirectory(prefix="srt_side_by_side_") as directory:
         path = os.path.join(directory, "passive.json")
