@@ -43,9 +43,9 @@ thread counts above 1, in a child process started with OMP_WAIT_POLICY=PASSIVE.
 --memory adds, at 1 thread, two pre-LN transformer blocks (d=256, 4 heads, ffn 1024: run_all's
 TwoBlockTransformer256) on 8x128x256 on each runtime (eager, ours, PyTorch's Static Runtime,
 ONNX Runtime) in a fresh process: resident size after building the model, then the peak RSS
-growth over 1 warm-up call and over the 20 calls after it, and what malloc still holds after
-them; for ours also the arena (its tensors and kernel scratch) and the output's size, so that
-the growth above the arena can be accounted for.
+growth over 1 warm-up call and over the 20 calls after it, what malloc still holds after them
+and the library pages they touched; for ours also the arena (its tensors and kernel scratch)
+and the output's size, so that the growth above the arena can be accounted for.
 
 Writes all samples to --json (default benchmarks/results/sequence_models.json), the chart of ours,
 ONNX Runtime and optimize_for_inference relative to ONNX Runtime to --plot (default
@@ -202,21 +202,24 @@ def _memory_markdown(rows) -> list:
              f"{MEMORY_CALLS} calls after it: the high-water mark minus the RSS after build. "
              "**malloc holds**: bytes glibc's malloc had handed out after the calls and not "
              "after the build (what a runtime keeps allocated; not library pages or OpenBLAS's "
-             "own buffers). **ours' arena**: the planned buffer every call reuses (its tensors "
+             "own buffers); **library pages**: the growth of the process's file-backed RSS over "
+             "the calls, code and data of shared libraries first used by them (oneDNN's, say). "
+             "**ours' arena**: the planned buffer every call reuses (its tensors "
              "and kernel scratch, which overlap in it, in brackets); **output**: the returned "
              "tensor, allocated per call; **above arena + output**: ours' peak growth over the "
              f"{MEMORY_CALLS} calls minus both.", "",
              "| runtime | RSS after build | build growth | peak growth, warm-up | peak growth, "
-             f"{MEMORY_CALLS} calls | malloc holds | ours' arena (tensors + scratch) | output | "
-             "above arena + output |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"{MEMORY_CALLS} calls | malloc holds | library pages | ours' arena (tensors + "
+             "scratch) | output | above arena + output |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['runtime']} | failed: {row['error']} | | | | | | | |")
+            lines.append(f"| {row['runtime']} | failed: {row['error']} | | | | | | | | |")
             continue
         growth = row["peak"] - row["built"]
         warm = mib(row["warm_peak"] - row["built"]) if "warm_peak" in row else "–"
         held = mib(row["held"]) if "held" in row else "–"
+        files = mib(row["file_growth"]) if "file_growth" in row else "–"
         arena = above = "–"
         if "arena_bytes" in row:
             arena = mib(row["arena_bytes"])
@@ -228,7 +231,7 @@ def _memory_markdown(rows) -> list:
         output = mib(row["output_bytes"]) if "output_bytes" in row else "–"
         lines.append(f"| {row['runtime']} | {mib(row['built'])} | "
                      f"{mib(row['built'] - row['before'])} | {warm} | {mib(growth)} | {held} | "
-                     f"{arena} | {output} | {above} |")
+                     f"{files} | {arena} | {output} | {above} |")
     return lines + [""]
 
 

@@ -175,8 +175,9 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     StaticModule(path); PyTorch's Static Runtime: the same archive, frozen), and prints the RSS
     figures as one JSON line: before (building), built, peak (high-water mark during the calls,
     reset after the build). With `warmup`, the peak is reset again after that many calls, and
-    their high-water mark and the RSS after them are given too (warm_peak, warm), and the bytes
-    malloc holds after the calls that it did not after the build (held)."""
+    their high-water mark and the RSS after them are given too (warm_peak, warm), the bytes
+    malloc holds after the calls that it did not after the build (held), and the pages of
+    files, i.e. shared libraries' code and data, the calls made resident (file_growth)."""
     set_threads(1)
     before = _status_bytes("VmRSS")
     module = None
@@ -198,7 +199,7 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
     figures = {"before": before, "built": _status_bytes("VmRSS")}
-    held = _malloc_held()
+    held, file_pages = _malloc_held(), _status_bytes("RssFile")
     _reset_peak()
     if warmup:
         for _ in range(warmup):
@@ -209,8 +210,10 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     for _ in range(calls):
         output_bytes = _tensor_bytes(call(*inputs))  # dropped at once, as a caller would
     figures["peak"] = _status_bytes("VmHWM")
-    if warmup and held >= 0:
-        figures["held"] = _malloc_held() - held
+    if warmup:
+        figures["file_growth"] = _status_bytes("RssFile") - file_pages
+        if held >= 0:
+            figures["held"] = _malloc_held() - held
     if module is not None:
         stats = module.stats()
         figures["arena_bytes"] = stats["managed_bytes"]
