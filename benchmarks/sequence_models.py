@@ -106,12 +106,16 @@ CASES = {
 }
 
 
+def inputs_of(name: str):
+    """The model's inputs, the same for a given name, without building the model."""
+    return (torch.randn(*CASES[name][2], generator=torch.Generator().manual_seed(1)),)
+
+
 def make(name: str):
     """(description, eval-mode module, inputs), the same for a given name."""
-    description, factory, shape = CASES[name]
+    description, factory, _ = CASES[name]
     torch.manual_seed(0)
-    model = factory().eval()
-    return description, model, (torch.randn(*shape),)
+    return description, factory().eval(), inputs_of(name)
 
 
 def measure(args) -> list:
@@ -131,9 +135,9 @@ def measure_passive(args) -> list:
 
 
 def memory_worker(runtime: str, name: str, path: str) -> None:
-    """The worker process of one runtime: see side_by_side.memory_worker."""
-    inputs = make(name)[2]
-    common.memory_worker(runtime, path, inputs, MEMORY_CALLS, MEMORY_WARMUP)
+    """The worker process of one runtime: see side_by_side.memory_worker. Builds no model of
+    its own: it would be in the RSS before loading, and its freed memory in malloc's reach."""
+    common.memory_worker(runtime, path, inputs_of(name), MEMORY_CALLS, MEMORY_WARMUP)
 
 
 def _memory_figures(runtime: str, paths: dict) -> dict:
