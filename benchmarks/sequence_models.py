@@ -7,9 +7,9 @@ Usage (from the repository root, after the build; for ONNX Runtime, once:
 
     /usr/bin/python3 benchmarks/sequence_models.py --memory            # everything, see below
     /usr/bin/python3 benchmarks/sequence_models.py --models lstm,encoder_layer --threads 1 \\
-        --wait-policy default --rounds 5                                 # a subset
-    /usr/bin/python3 benchmarks/sequence_models.py --from-json benchmarks/results/sequence_models.json
-                                                                         # redraw table and chart only
+        --wait-policy default --rounds 5                              # a subset
+    /usr/bin/python3 benchmarks/sequence_models.py \\
+        --from-json benchmarks/results/sequence_models.json           # redraw table and chart only
 
 Models, random weights:
   vit_b_16       torchvision's ViT-B/16 on 1x3x224x224. torchvision initializes the classifier

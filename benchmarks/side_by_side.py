@@ -1,5 +1,5 @@
-"""What the side-by-side model benchmarks (benchmarks/vision_models.py, benchmarks/sequence_models.py)
-share: their common options, waiting for a quiet machine, the OMP_WAIT_POLICY=PASSIVE child
+"""What the side-by-side model benchmarks (benchmarks/vision_models.py,
+benchmarks/sequence_models.py) share: their common options, waiting for a quiet machine, the OMP_WAIT_POLICY=PASSIVE child
 process, the per-runtime memory workers in fresh processes, and the markdown tables and chart.
 
 A script built on it supplies its models and, for --memory, a worker entry point that rebuilds

@@ -56,8 +56,8 @@ def test_sequence_memory_table_accounts_above_the_arena():
     mib = 2**20
     rows = [{"model": "transformer_2block", "runtime": "ours", "before": 100 * mib,
              "built": 110 * mib, "warm_peak": 125 * mib, "warm": 116 * mib, "peak": 122 * mib,
-             "held": 9 * mib, "file_growth": mib // 2, "arena_bytes": 6 * mib, "arena_tensor_bytes": 17 * mib,
-             "arena_scratch_bytes": 6 * mib, "output_bytes": mib},
+             "held": 9 * mib, "file_growth": mib // 2, "arena_bytes": 6 * mib,
+             "arena_tensor_bytes": 17 * mib, "arena_scratch_bytes": 6 * mib, "output_bytes": mib},
             {"model": "transformer_2block", "runtime": "onnxruntime",
              "error": "torch.onnx.export failed: no"}]
     text = sequence_models.markdown({"runs": [], "memory": rows})
