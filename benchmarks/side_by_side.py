@@ -1,0 +1,515 @@
+"""What the side-by-side model benchmarks (benchmarks/vision_models.py,
+benchmarks/sequence_models.py) share: their common options, waiting for a quiet machine, the OMP_WAIT_POLICY=PASSIVE child
+process, the per-runtime memory workers in fresh processes, and the markdown tables and chart.
+
+A script built on it supplies its models and, for --memory, a worker entry point that rebuilds
+the inputs and calls memory_worker(); everything else goes through run().
+"""
+import argparse
+import ctypes
+import gc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.environ.get("SRT_PYTHONPATH", os.path.join(ROOT, "build", "python")))
+
+import torch  # noqa: E402
+
+import static_runtime  # noqa: E402
+from static_runtime import bench, ort  # noqa: E402
+
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+# Table columns: bench runtime key -> header.
+COLUMNS = [("eager", "eager"), ("torchscript", "TorchScript"),
+           ("optimize_for_inference", "optimize_for_inference"), ("pytorch_sr", "PyTorch SR"),
+           ("onnxruntime", "ORT"), ("ours", "ours")]
+
+
+def _load_run_all():
+    """benchmarks/run_all as a module (it has no .py suffix), registered as `run_all` so that its
+    classes can be scripted (inspect finds their source) and pickled (torch.save)."""
+    loader = importlib.machinery.SourceFileLoader("run_all", os.path.join(ROOT, "benchmarks",
+                                                                          "run_all"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("run_all", loader))
+    sys.modules["run_all"] = module
+    loader.exec_module(module)
+    return module
+
+
+run_all = _load_run_all()
+format_time = run_all.format_time
+
+
+def set_threads(count: int) -> None:
+    """`count` intra-op threads for torch and for OpenBLAS's pool, which torch's setting does not
+    reach (see bench.openblas_threads)."""
+    torch.set_num_threads(count)
+    bench.openblas_threads(count)
+
+
+# --- a quiet machine ---------------------------------------------------------------------------
+
+def _cpu_seconds():
+    """(CPU seconds the machine was busy, CPU seconds this process and its finished children
+    used) so far."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:9]]  # user .. steal
+    busy = sum(ticks) - ticks[3] - ticks[4]  # all but idle and iowait
+    times = os.times()
+    return (busy / os.sysconf("SC_CLK_TCK"),
+            times.user + times.system + times.children_user + times.children_system)
+
+
+def _others_busy(since) -> float:
+    """Share of the machine other processes used since `since` (a (wall, _cpu_seconds()) pair).
+    At 2 threads on 2 cores, a compiler on one core makes every OpenMP barrier wait for a
+    descheduled thread: figures measured next to it say nothing about the runtimes."""
+    wall, (busy, own) = since
+    busy_now, own_now = _cpu_seconds()
+    elapsed = (time.monotonic() - wall) * os.cpu_count()
+    return max(0.0, ((busy_now - busy) - (own_now - own)) / elapsed) if elapsed > 0 else 0.0
+
+
+def wait_until_idle(seconds: float, limit: float = 1800) -> None:
+    """Waits (at most `limit` s) until other processes used under 10% of the machine for
+    `seconds` in a row."""
+    deadline, quiet_since = time.monotonic() + limit, time.monotonic()
+    while time.monotonic() - quiet_since < seconds and time.monotonic() < deadline:
+        window = (time.monotonic(), _cpu_seconds())
+        time.sleep(min(5, seconds))
+        if _others_busy(window) >= 0.1:
+            quiet_since = time.monotonic()
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+def compare(model, inputs, args, name: str, versions: dict) -> dict:
+    """bench.compare with the command line's settings, OMP_WAIT_POLICY as found in this process;
+    the result also says how busy other processes kept the machine, and is printed."""
+    if args.wait_idle:
+        wait_until_idle(args.wait_idle)
+    start = (time.monotonic(), _cpu_seconds())
+    result = bench.compare(model, inputs, threads=args.threads, rounds=args.rounds,
+                           warmup=args.warmup, onnxruntime=not args.no_onnxruntime, name=name)
+    result["versions"].update(versions)
+    result["others_busy"] = round(_others_busy(start), 3)
+    print(bench.format_table(result) + f"\n# other processes used "
+          f"{result['others_busy']:.0%} of the machine meanwhile\n", flush=True)
+    return result
+
+
+def measure_passive(script: str, args, extra_argv=()) -> list:
+    """The script's measurement (its --measure-only) in a child process started with
+    OMP_WAIT_POLICY=PASSIVE, at the thread counts above 1: libgomp reads the variable once, at
+    start-up, and one thread has no team to wait for."""
+    threads = [count for count in args.threads if count > 1]
+    if not threads or not args.models:
+        return []
+    with tempfile.TemporaryDirectory(prefix="srt_side_by_side_") as directory:
+        path = os.path.join(directory, "passive.json")
+        command = [sys.executable, os.path.abspath(script), "--measure-only", path,
+                   "--models", ",".join(args.models), *extra_argv,
+                   "--threads", ",".join(map(str, threads)),
+                   "--rounds", str(args.rounds), "--warmup", str(args.warmup),
+                   "--wait-idle", str(args.wait_idle)]
+        command += ["--no-onnxruntime"] if args.no_onnxruntime else []
+        subprocess.run(command, env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE"), check=True)
+        with open(path) as saved:
+            return json.load(saved)
+
+
+# --- memory, each runtime in a fresh process -----------------------------------------------------
+
+def _status_bytes(key: str) -> int:
+    """A /proc/self/status figure (VmRSS, VmHWM) in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def _reset_peak() -> None:
+    """Resets VmHWM to the current RSS (Linux >= 4.0), so the peak is that of what follows and
+    not of the build (scripting and freezing can take more than a call)."""
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+
+
+def _tensor_bytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(_tensor_bytes(item) for item in value)
+    return 0
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _malloc_held() -> int:
+    """Bytes glibc's malloc has handed out and not got back (heap and mmapped chunks), or -1
+    without mallinfo2 (glibc < 2.33). Unlike RSS it sees memory held but not touched, and not
+    what the calls touch outside malloc (library pages, OpenBLAS's own buffers)."""
+    libc = ctypes.CDLL("libc.so.6")
+    if not hasattr(libc, "mallinfo2"):
+        return -1
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
+def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) -> None:
+    """In a fresh process, at 1 thread: loads the model from `path` on `runtime` as a deployment
+    would (eager: the pickled module, torch.load; ours: the TorchScript archive,
+    StaticModule(path); PyTorch's Static Runtime: the same archive, frozen), and prints the RSS
+    figures as one JSON line: before (building), built, peak (high-water mark during the calls,
+    reset after the build). With `warmup`, the peak is reset again after that many calls, and
+    their high-water mark and the RSS after them are given too (warm_peak, warm), the bytes
+    malloc holds after the calls that it did not after the build (held), and the pages of
+    files, i.e. shared libraries' code and data, the calls made resident (file_growth)."""
+    set_threads(1)
+    before = _status_bytes("VmRSS")
+    module = None
+    if runtime == "eager":
+        model = torch.load(path)
+
+        def call(*args):
+            with torch.no_grad():
+                return model(*args)
+    elif runtime == "pytorch_sr":
+        call = torch._C._jit_to_static_module(torch.jit.freeze(torch.jit.load(path).eval())._c)
+    elif runtime == "ours":
+        module = static_runtime.StaticModule(path)
+        call = module
+    else:
+        raise ValueError(f"unknown runtime {runtime!r}; expected eager, pytorch_sr or ours")
+    # Loading frees temporaries into glibc's heap, where the calls would find them without
+    # growing RSS: collect, then hand them back, for every runtime alike.
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    figures = {"before": before, "built": _status_bytes("VmRSS")}
+    held, file_pages = _malloc_held(), _status_bytes("RssFile")
+    _reset_peak()
+    if warmup:
+        for _ in range(warmup):
+            call(*inputs)
+        figures.update(warm_peak=_status_bytes("VmHWM"), warm=_status_bytes("VmRSS"))
+        _reset_peak()
+    output_bytes = 0
+    for _ in range(calls):
+        output_bytes = _tensor_bytes(call(*inputs))  # dropped at once, as a caller would
+    figures["peak"] = _status_bytes("VmHWM")
+    if warmup:
+        figures["file_growth"] = _status_bytes("RssFile") - file_pages
+        if held >= 0:
+            figures["held"] = _malloc_held() - held
+    if module is not None:
+        stats = module.stats()
+        figures["arena_bytes"] = stats["managed_bytes"]
+        if warmup:  # what fills the arena, and what ours allocates outside it
+            plan = module.memory_plan()
+            figures.update(
+                output_bytes=output_bytes,
+                arena_tensor_bytes=sum(b["bytes"] for b in plan if b["kind"] == "tensor"),
+                arena_scratch_bytes=sum(b["bytes"] for b in plan if b["kind"] == "scratch"),
+                unmanaged_tensors=stats["num_unmanaged_tensors"],
+                unplanned_scratch_requests=stats["unplanned_scratch_requests"])
+    elif warmup:
+        figures["output_bytes"] = output_bytes
+    print(json.dumps(figures))
+
+
+def save_for_memory(model, directory: str, runtimes) -> dict:
+    """The model's files the memory workers load: {runtime: path}."""
+    paths = {}
+    if "eager" in runtimes:
+        paths["eager"] = os.path.join(directory, "eager.pt")
+        torch.save(model, paths["eager"])
+    if {"ours", "pytorch_sr"} & set(runtimes):
+        scripted = os.path.join(directory, "scripted.pt")
+        torch.jit.save(torch.jit.script(model), scripted)
+        paths.update(ours=scripted, pytorch_sr=scripted)
+    return paths
+
+
+# The same figures for ONNX Runtime in a fresh node process: the session options of
+# ort_runner.js at one thread. argv: onnxruntime-node directory, the Exported config, calls,
+# warm-up calls (optional, 0).
+NODE_MEMORY = r"""
+const fs = require('fs');
+const [ortPath, configPath, calls, warmup] = process.argv.slice(1);
+const ort = require(ortPath);
+const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+const status = (key) => 1024 * Number(
+    fs.readFileSync('/proc/self/status', 'utf8').match(new RegExp(key + ':\\s+(\\d+)'))[1]);
+(async () => {
+  const feeds = {};
+  for (const spec of config.inputs) {
+    const bytes = fs.readFileSync(spec.file);
+    const data = new Float32Array(bytes.byteLength / 4);
+    new Uint8Array(data.buffer).set(bytes);
+    feeds[spec.name] = new ort.Tensor('float32', data, spec.dims);
+  }
+  const before = status('VmRSS');
+  const session = await ort.InferenceSession.create(config.model, {
+    executionProviders: ['cpu'], graphOptimizationLevel: 'all', executionMode: 'sequential',
+    intraOpNumThreads: 1, interOpNumThreads: 1});
+  const built = status('VmRSS');
+  const figures = {before, built};
+  fs.writeFileSync('/proc/self/clear_refs', '5');
+  if (Number(warmup || 0) > 0) {
+    for (let i = 0; i < Number(warmup); ++i) await session.run(feeds);
+    Object.assign(figures, {warm_peak: status('VmHWM'), warm: status('VmRSS')});
+    fs.writeFileSync('/proc/self/clear_refs', '5');
+  }
+  for (let i = 0; i < Number(calls); ++i) await session.run(feeds);
+  figures.peak = status('VmHWM');
+  console.log(JSON.stringify(figures));
+})().catch((error) => { console.log(JSON.stringify({error: String(error)})); process.exit(1); });
+"""
+
+
+def memory_onnxruntime(model, inputs, calls: int, warmup: int = 0) -> dict:
+    exported = ort.Exported(model, inputs)  # raises ort.Unavailable with the reason
+    try:
+        package = os.path.join(os.path.dirname(exported.runner), "node_modules",
+                               "onnxruntime-node")
+        config = os.path.join(exported.directory, "memory.json")
+        with open(config, "w") as out:
+            json.dump(exported.config, out)
+        command = [exported.node, "-e", NODE_MEMORY, package, config, str(calls)]
+        command += [str(warmup)] if warmup else []
+        output = subprocess.run(command, capture_output=True, text=True).stdout
+    finally:
+        exported.cleanup()
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def memory_in_worker(script: str, worker_argv) -> dict:
+    """The figures a script's --memory-worker prints, from its own fresh process."""
+    command = [sys.executable, os.path.abspath(script), "--memory-worker", *worker_argv]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"worker exited with {done.returncode}: "
+                           + (done.stderr.strip().splitlines() or [""])[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def memory_row(measure, **key) -> dict:
+    """`key` and the figures measure() returns, or the first line of why it could not; printed."""
+    try:
+        figures = measure()
+    except (ort.Unavailable, RuntimeError, ValueError, IndexError) as error:
+        figures = {"error": str(error).splitlines()[0]}
+    row = dict(key, **figures)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def mib(value) -> str:
+    return f"{value / 2**20:.1f} MiB"
+
+
+# --- tables and chart ----------------------------------------------------------------------------
+
+def ratio(numerator, denominator) -> str:
+    if numerator is None or denominator is None or numerator <= 0 or denominator <= 0:
+        return "–"
+    return f"{numerator / denominator:.2f}"
+
+
+def sections(runs):
+    """(wait policy, threads) in the order measured."""
+    seen = []
+    for run in runs:
+        policy = run["result"]["environment"].get("OMP_WAIT_POLICY", "(unset)")
+        for count in run["result"]["threads"]:
+            if (policy, count) not in seen:
+                seen.append((policy, count))
+    return seen
+
+
+def medians(run, policy, threads):
+    """runtime -> median µs of one run at one configuration, or None when not that one."""
+    if run["result"]["environment"].get("OMP_WAIT_POLICY", "(unset)") != policy:
+        return None
+    rows = [row for row in run["result"]["rows"] if row["threads"] == threads]
+    return {row["runtime"]: row["median_us"] for row in rows} if rows else None
+
+
+def versions_text(runs) -> str:
+    """`torch …, ONNX Runtime …` and the other versions the runs recorded, for an intro."""
+    first = runs[0]["result"]["versions"]
+    ort_version = next((r["result"]["versions"]["onnxruntime"] for r in runs
+                        if r["result"]["versions"]["onnxruntime"]), None)
+    extra = "".join(f", {name} {first[name]}" for name in ("torchvision", "torchaudio")
+                    if name in first)
+    return (f"torch {first['torch']}{extra}, ONNX Runtime {ort_version or 'not available'} "
+            f"(onnxruntime-node), static_runtime {first['static_runtime']}")
+
+
+def _skip_cell(run, runtime, threads) -> str:
+    """Why a runtime has no time in a row, short enough for a cell."""
+    for skip in run["result"]["skipped"]:
+        if skip["runtime"] == runtime and skip["threads"] == threads:
+            reason = skip["reason"]
+            if reason.startswith(bench.LABELS[runtime] + " "):  # the column says whose
+                reason = reason[len(bench.LABELS[runtime]) + 1:]
+            if reason.startswith("torch.onnx.export failed: "):
+                reason = "export failed: " + reason[len("torch.onnx.export failed: "):]
+            return reason if len(reason) <= 80 else reason[:77] + "..."
+    return "–"
+
+
+def timing_tables(runs, skips_in_cells: bool = False) -> list:
+    """One markdown table per (wait policy, threads), then the runtimes not measured and why.
+    skips_in_cells: a runtime without a time shows why in its cell (e.g. "export failed: ...")."""
+    lines = []
+    header = (["model, input"] + [title for _, title in COLUMNS]
+              + ["ours / ORT", "ours / optimize_for_inference", "others busy"])
+    for policy, threads in sections(runs):
+        policy_text = " as found (unset)" if policy == "(unset)" else f"={policy}"
+        lines += [f"**{threads} thread{'s' if threads > 1 else ''}, OMP_WAIT_POLICY"
+                  f"{policy_text}**", "", "| " + " | ".join(header) + " |",
+                  "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        for run in runs:
+            times = medians(run, policy, threads)
+            if times is None:
+                continue
+            cells = [run["description"]]
+            for key, _ in COLUMNS:
+                if key in times or not skips_in_cells:
+                    cells.append(format_time(times.get(key)))
+                else:
+                    cells.append(_skip_cell(run, key, threads))
+            cells += [ratio(times.get("ours"), times.get("onnxruntime")),
+                      ratio(times.get("ours"), times.get("optimize_for_inference"))]
+            others = run["result"].get("others_busy")
+            cells.append(f"{others:.0%}" if others is not None else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    skipped = sorted({f"{bench.LABELS[s['runtime']]} on {r['description']} at {s['threads']} "
+                      f"thread(s): {s['reason']}" for r in runs for s in r["result"]["skipped"]})
+    if skipped:
+        lines += ["Not measured: " + "; ".join(skipped) + ".", ""]
+    return lines
+
+
+def plot(data, path: str, script: str, label) -> None:
+    """One panel per (wait policy, threads): ours, ORT and optimize_for_inference per run (x tick
+    label(run)) as time / ORT's, the 0.9 target drawn."""
+    from static_runtime.plots import _pyplot
+
+    plt = _pyplot()
+    panels_for = sections(data["runs"])
+    shown = [("ours", "ours", "tab:red"), ("onnxruntime", "ONNX Runtime", "tab:blue"),
+             ("optimize_for_inference", "TorchScript optimize_for_inference", "tab:gray")]
+    figure, panels = plt.subplots(len(panels_for), 1, squeeze=False,
+                                  figsize=(max(8, 0.9 * len(data["runs"])),
+                                           3.2 * len(panels_for)))
+    for panel, (policy, threads) in zip(panels[:, 0], panels_for):
+        labels, bars = [], {key: [] for key, _, _ in shown}
+        for run in data["runs"]:
+            times = medians(run, policy, threads)
+            if not times or (times.get("onnxruntime") or 0) <= 0:
+                continue  # nothing to normalize by
+            labels.append(label(run))
+            for key in bars:
+                bars[key].append(times[key] / times["onnxruntime"] if key in times else 0)
+        width = 0.8 / len(shown)
+        for index, (key, legend, color) in enumerate(shown):
+            xs = [x + (index - 1) * width for x in range(len(labels))]
+            drawn = panel.bar(xs, bars[key], width, label=legend, color=color)
+            for bar, value in zip(drawn, bars[key]):
+                if key != "onnxruntime":  # ORT is 1 by construction
+                    panel.annotate(f"{value:.2f}" if value else "not run",
+                                   (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                   ha="center", va="bottom", fontsize=7)
+        panel.axhline(0.9, color="black", linestyle="--", linewidth=0.8, label="target 0.9")
+        panel.set_xticks(range(len(labels)))
+        panel.set_xticklabels(labels, fontsize=7)
+        panel.set_ylabel("time / ONNX Runtime's")
+        policy_text = "as found" if policy == "(unset)" else policy
+        panel.set_title(f"{threads} thread{'s' if threads > 1 else ''}, OMP_WAIT_POLICY "
+                        f"{policy_text} (below 1: faster than ONNX Runtime)", fontsize=9)
+        panel.legend(fontsize=7)
+    first = data["runs"][0]["result"]
+    figure.suptitle(f"benchmarks/{script}, {first['date']}, {first['machine']['cpu']}",
+                    fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+def parse_list(text: str, kind=str) -> list:
+    return [kind(item) for item in text.split(",") if item]
+
+
+def add_model_argument(parser, models) -> None:
+    """--models; a script's own options (such as --batches) follow it, then add_run_arguments."""
+    parser.add_argument("--models", default=",".join(models),
+                        help=f"comma-separated, of {','.join(models)} (default all)")
+
+
+def add_run_arguments(parser, results_name: str, memory_help: str) -> None:
+    """The options every side-by-side script takes after its own; --memory-worker is the
+    script's own too (what its worker needs to rebuild the inputs)."""
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--wait-policy", choices=("both", "default", "passive"), default="both",
+                        help="OMP_WAIT_POLICY as found, PASSIVE (child process), or both")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="calls per runtime before timing (ONNX Runtime's runner does 20)")
+    parser.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
+                        help="before each model and batch, wait until other processes used "
+                        "under 10%% of the CPUs for this long (a shared machine)")
+    parser.add_argument("--memory", action="store_true", help=memory_help)
+    parser.add_argument("--no-onnxruntime", action="store_true")
+    parser.add_argument("--json", default=os.path.join(RESULTS, results_name + ".json"))
+    parser.add_argument("--plot", default=os.path.join(RESULTS, results_name + ".png"))
+    parser.add_argument("--from-json", metavar="FILE", help="measure nothing: redraw from FILE")
+    parser.add_argument("--measure-only", metavar="FILE", help=argparse.SUPPRESS)
+
+
+def run(args, measure, measure_passive_runs, measure_memory, markdown, draw) -> None:
+    """--measure-only, --from-json or a full measurement (written to --json); then the markdown
+    and the chart. measure(args) and measure_passive_runs(args) return runs; measure_memory(args)
+    rows; markdown(data) the text; draw(data, path) the chart."""
+    if args.measure_only:
+        with open(args.measure_only, "w") as out:
+            json.dump(measure(args), out)
+        return
+    if args.from_json:
+        with open(args.from_json) as saved:
+            data = json.load(saved)
+    else:
+        start = time.time()
+        runs = measure(args) if args.wait_policy in ("both", "default") else []
+        runs += measure_passive_runs(args) if args.wait_policy in ("both", "passive") else []
+        data = {"command": sys.argv, "runs": runs,
+                "memory": measure_memory(args) if args.memory else [],
+                "seconds": round(time.time() - start)}
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as out:
+            json.dump(data, out, indent=1)
+        print(f"wrote {args.json} ({data['seconds']} s)")
+    print(markdown(data))
+    if args.plot and data["runs"]:
+        try:
+            draw(data, args.plot)
+            print(f"wrote {args.plot}")
+        except SystemExit as missing:  # matplotlib absent: the table stands alone
+            print(missing)
