@@ -173,13 +173,15 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     """In a fresh process, at 1 thread: loads the model from `path` on `runtime` as a deployment
     would (eager: the pickled module, torch.load; ours: the TorchScript archive,
     StaticModule(path); PyTorch's Static Runtime: the same archive, frozen), and prints the RSS
-    figures as one JSON line: before (building), built, peak (high-water mark during the calls,
-    reset after the build). With `warmup`, the peak is reset again after that many calls, and
+    figures as one JSON line: before (building), built, built_anon_growth (anonymous RSS the
+    build added: the model's own memory, not library pages), peak (high-water mark during the
+    calls, reset after the build). With `warmup`, the peak is reset again after that many calls, and
     their high-water mark and the RSS after them are given too (warm_peak, warm), the bytes
     malloc holds after the calls that it did not after the build (held), and the pages of
     files, i.e. shared libraries' code and data, the calls made resident (file_growth)."""
     set_threads(1)
     before = _status_bytes("VmRSS")
+    before_anon = _status_bytes("RssAnon")
     module = None
     if runtime == "eager":
         model = torch.load(path)
@@ -198,7 +200,10 @@ def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) 
     # growing RSS: collect, then hand them back, for every runtime alike.
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
-    figures = {"before": before, "built": _status_bytes("VmRSS")}
+    # Anonymous memory is what the process itself holds (weights, heap); the rest of RSS is pages
+    # of shared libraries the build ran for the first time, shared with other processes.
+    figures = {"before": before, "built": _status_bytes("VmRSS"),
+               "built_anon_growth": _status_bytes("RssAnon") - before_anon}
     held, file_pages = _malloc_held(), _status_bytes("RssFile")
     _reset_peak()
     if warmup:
@@ -262,11 +267,12 @@ const status = (key) => 1024 * Number(
     feeds[spec.name] = new ort.Tensor('float32', data, spec.dims);
   }
   const before = status('VmRSS');
+  const beforeAnon = status('RssAnon');
   const session = await ort.InferenceSession.create(config.model, {
     executionProviders: ['cpu'], graphOptimizationLevel: 'all', executionMode: 'sequential',
     intraOpNumThreads: 1, interOpNumThreads: 1});
   const built = status('VmRSS');
-  const figures = {before, built};
+  const figures = {before, built, built_anon_growth: status('RssAnon') - beforeAnon};
   fs.writeFileSync('/proc/self/clear_refs', '5');
   if (Number(warmup || 0) > 0) {
     for (let i = 0; i < Number(warmup); ++i) await session.run(feeds);

@@ -178,21 +178,25 @@ def _memory_markdown(rows) -> list:
              "module (torch.load), ours the TorchScript archive (StaticModule(path)), ORT the "
              ".onnx export. RSS after build: the process's resident size once the model is ready to run "
              "(Python + torch for eager and ours, node + ONNX Runtime for ORT, hence compare "
-             "the growths); build growth: that minus the RSS just before building; peak growth: "
+             "the growths); build growth: that minus the RSS just before building (anonymous: "
+             "of which the process's own memory, i.e. weights and heap, without the pages of "
+             "shared libraries the build ran for the first time); peak growth: "
              "the high-water mark during the calls minus the RSS after build (activations, "
              "arenas, workspace; memory the allocator kept from the build can absorb part of "
              "it); while running: that high-water mark minus the RSS before building, the "
              "model's whole cost.", "",
-             "| model, input | runtime | RSS after build | build growth | peak growth during "
-             "calls | while running | ours' arena |", "|---|---|---:|---:|---:|---:|---:|"]
+             "| model, input | runtime | RSS after build | build growth | build growth, anonymous "
+             "| peak growth during calls | while running | ours' arena |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         where = f"{row['model']}, {row['batch']}×3×224×224"
         if "error" in row:
-            lines.append(f"| {where} | {row['runtime']} | failed: {row['error']} | | | | |")
+            lines.append(f"| {where} | {row['runtime']} | failed: {row['error']} | | | | | |")
             continue
         arena = common.mib(row["arena_bytes"]) if "arena_bytes" in row else "–"
+        anon = common.mib(row["built_anon_growth"]) if "built_anon_growth" in row else "–"
         lines.append(f"| {where} | {row['runtime']} | {common.mib(row['built'])} | "
-                     f"{common.mib(row['built'] - row['before'])} | "
+                     f"{common.mib(row['built'] - row['before'])} | {anon} | "
                      f"{common.mib(row['peak'] - row['built'])} | "
                      f"{common.mib(row['peak'] - row['before'])} | {arena} |")
     return lines + [""]
