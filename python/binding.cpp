@@ -190,6 +190,7 @@ py::dict statsToDict(const ModuleStats& stats) {
   dict["planned_scratch_blocks"] = stats.planned_scratch_blocks;
   dict["planned_scratch_bytes"] = stats.planned_scratch_bytes;
   dict["unplanned_scratch_requests"] = stats.unplanned_scratch_requests;
+  dict["unplanned_scratch_bytes"] = stats.unplanned_scratch_bytes;
   py::list passes;
   for (const passes::PassReport& report : stats.passes) {
     py::dict entry;
@@ -329,7 +330,8 @@ Kernel counts and planned memory: "nodes" (= out_variant_nodes + native_nodes +
 fallback_nodes), "out_variant_nodes", "native_nodes", "fallback_nodes", "fallback_ops"
 (operator name -> node count), "managed_bytes", "managed_lower_bound_bytes", and kernel
 scratch placed in the arena: "planned_scratch_blocks", "planned_scratch_bytes",
-"unplanned_scratch_requests".)doc")
+"unplanned_scratch_requests", and the fallback scratch buffer held outside it now,
+"unplanned_scratch_bytes" (0 once a plan covers every request).)doc")
       .def_property_readonly(
           "graph", [](const StaticModule& module) { return module.graph().toString(); },
           "The prepared (frozen, inlined, optimized) TorchScript graph the program runs, as text.")

@@ -178,6 +178,9 @@ void StaticRuntime::lendScratch() {
                                         state_->planner->scratchBytes(i));
   }
   state_->lent_plan_generation = state_->planner->planGeneration();
+  // The new plan holds every request the fallback buffer served (nodes inside sub-blocks grow
+  // it again once, if they need it).
+  state_->scratch.release();
 }
 
 void StaticRuntime::reportScratch() noexcept {
@@ -218,6 +221,8 @@ ModuleStats StaticRuntime::stats() const {
 void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
   stats.unplanned_scratch_requests =
       std::max(stats.unplanned_scratch_requests, state_->scratch.requests());
+  stats.unplanned_scratch_bytes =
+      std::max(stats.unplanned_scratch_bytes, state_->scratch.capacity());
   if (!state_->planner) {
     return;
   }

@@ -36,6 +36,8 @@ struct ModuleStats {
   size_t planned_scratch_blocks = 0;
   size_t planned_scratch_bytes = 0;
   size_t unplanned_scratch_requests = 0;
+  // What that fallback buffer holds now: 0 once a plan covers every request (a plan frees it).
+  size_t unplanned_scratch_bytes = 0;
   // Every optimization pass in pipeline order: whether it ran, changed the graph, and the node
   // count before and after.
   std::vector<passes::PassReport> passes;

@@ -54,6 +54,7 @@ void printManagedMemory(const ModuleStats& stats) {
   }
   std::cout << "  planned_scratch_blocks     " << stats.planned_scratch_blocks << "\n"
             << "  planned_scratch_bytes      " << stats.planned_scratch_bytes << "\n"
+            << "  unplanned_scratch_bytes    " << stats.unplanned_scratch_bytes << "\n"
             << "  arena_reallocations        " << stats.arena_reallocations << "\n";
 }
 

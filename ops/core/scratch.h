@@ -30,6 +30,13 @@ public:
     return buffer_.get();
   }
 
+  // Frees the buffer (the next get() allocates again): once a plan serves the requests it
+  // served, it would otherwise stay resident, unused, for the runtime's life.
+  void release() {
+    buffer_.reset();
+    capacity_ = 0;
+  }
+
   size_t capacity() const { return capacity_; }
   // Calls to get() so far: with a memory planner, the requests its plan did not cover yet.
   size_t requests() const { return requests_; }

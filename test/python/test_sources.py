@@ -212,6 +212,7 @@ def test_stats(net):
         "planned_scratch_blocks",
         "planned_scratch_bytes",
         "unplanned_scratch_requests",
+        "unplanned_scratch_bytes",
         "passes",
     }
     assert stats["memory_planner"] == "greedy_by_size"
