@@ -1,7 +1,8 @@
-// Keeps a convolution network's activations channels last (NHWC strides) from convolution to
-// convolution. oneDNN's convolutions on this project's CPUs (brgconv, AVX-512) want NHWC: with
-// NCHW activations each convolution reordered its input into NHWC and its output back, which on
-// MobileNetV2's large early layers took longer than the convolutions.
+// Keeps a convolution network's activations channels last (NHWC strides, NDHWC for 3-D
+// convolutions) from convolution to convolution. oneDNN's convolutions on this project's CPUs
+// (brgconv, AVX-512) want NHWC: with NCHW activations each convolution reordered its input into
+// NHWC and its output back, which on MobileNetV2's large early layers took longer than the
+// convolutions.
 //
 // Channels last is a memory format, not another shape: the tensors are the same NCHW tensors
 // with other strides, so every op computes the same on them and no value's meaning changes. The
@@ -33,18 +34,39 @@ using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool isConvolution(const Node* node) {
-  return node->kind() == symbol("aten::conv2d") || node->kind() == symbol("srt::fused_conv2d");
+// The rank of a convolution's input: 4 for a 2-D convolution, 5 for a 3-D one, 0 for any other
+// node.
+int64_t convolutionRank(const Node* node) {
+  if (node->kind() == symbol("aten::conv2d") || node->kind() == symbol("srt::fused_conv2d")) {
+    return 4;
+  }
+  if (node->kind() == symbol("aten::conv3d") || node->kind() == symbol("srt::fused_conv3d")) {
+    return 5;
+  }
+  return 0;
 }
 
-// A convolution the oneDNN kernel runs: a constant float32 4-D weight.
-bool runsOnOneDnn(const Node* node) {
-  if (!isConvolution(node)) {
+c10::MemoryFormat channelsLastFor(const Node* conv) {
+  return convolutionRank(conv) == 5 ? c10::MemoryFormat::ChannelsLast3d
+                                    : c10::MemoryFormat::ChannelsLast;
+}
+
+// A convolution the oneDNN kernel runs, whose input oneDNN wants channels last: a constant
+// float32 weight of the convolution's rank, and an input that is not known to have another rank
+// (an unbatched one, which has no channels-last format).
+bool runsOnOneDnnChannelsLast(const Node* node) {
+  const int64_t rank = convolutionRank(node);
+  if (rank == 0) {
     return false;
   }
   const auto weight = torch::jit::toIValue(node->input(1));
-  return weight && weight->isTensor() && weight->toTensor().dim() == 4 &&
-         weight->toTensor().scalar_type() == at::kFloat;
+  if (!weight || !weight->isTensor() || weight->toTensor().scalar_type() != at::kFloat ||
+      weight->toTensor().dim() != rank) {
+    return false;
+  }
+  const auto input = node->input(0)->type()->cast<c10::TensorType>();
+  const bool input_rank_fits = !input || !input->dim() || *input->dim() == rank;
+  return input_rank_fits && ops::oneDnnConvPrefersChannelsLast(static_cast<int>(rank - 2));
 }
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
@@ -52,6 +74,8 @@ bool runsOnOneDnn(const Node* node) {
 bool keepsFormat(const Node* node) {
   static const std::unordered_set<std::string> kOps = {"aten::conv2d",
                                                        "srt::fused_conv2d",
+                                                       "aten::conv3d",
+                                                       "srt::fused_conv3d",
                                                        "aten::relu",
                                                        "aten::hardtanh",
                                                        "aten::leaky_relu",
@@ -69,6 +93,9 @@ bool keepsFormat(const Node* node) {
                                                        "aten::max_pool2d",
                                                        "aten::avg_pool2d",
                                                        "aten::adaptive_avg_pool2d",
+                                                       "aten::adaptive_avg_pool3d",
+                                                       "aten::conv_transpose2d",
+                                                       "aten::conv_transpose3d",
                                                        "srt::variadic_cat",
                                                        "aten::batch_norm"};
   return kOps.count(node->kind().toQualString()) != 0;
@@ -98,8 +125,8 @@ public:
   bool run() {
     const std::vector<Node*> nodes(graph_->nodes().begin(), graph_->nodes().end());
     for (Node* node : nodes) {
-      if (runsOnOneDnn(node) && !channels_last_.count(node->input(0))) {
-        node->replaceInput(0, convert(node->input(0), node, c10::MemoryFormat::ChannelsLast));
+      if (runsOnOneDnnChannelsLast(node) && !channels_last_.count(node->input(0))) {
+        node->replaceInput(0, convert(node->input(0), node, channelsLastFor(node)));
       }
       if ((keepsFormat(node) && anyInputChannelsLast(node)) ||
           (isView(node) && !node->inputs().empty() && channels_last_.count(node->input(0)))) {
@@ -132,7 +159,7 @@ private:
                        {torch::jit::NamedValue("memory_format", static_cast<int64_t>(format))},
                        before->sourceRange());
     converted->setType(value->type());
-    if (format == c10::MemoryFormat::ChannelsLast) {
+    if (format != c10::MemoryFormat::Contiguous) {
       channels_last_.insert(converted);
     }
     return converted;
@@ -191,12 +218,9 @@ private:
 } // namespace
 
 bool useChannelsLast(GraphPtr& graph) {
-  if (!ops::oneDnnConvPrefersChannelsLast()) {
-    return false;
-  }
   bool any_convolution = false;
   for (const Node* node : graph->nodes()) {
-    any_convolution |= runsOnOneDnn(node);
+    any_convolution |= runsOnOneDnnChannelsLast(node);
   }
   return any_convolution && ChannelsLast(graph).run();
 }

@@ -1,11 +1,12 @@
-// A convolution followed by a residual add and/or an activation becomes one srt::fused_conv2d
-// (ops/conv/conv2d.cpp), which applies them while the output is still in cache (oneDNN post-ops,
-// or one vectorized pass after the small convolutions' GEMM). What torchvision's networks write
-// after a (BatchNorm-folded) convolution: ReLU (ResNet, VGG, DenseNet), ReLU6 as hardtanh
-// (MobileNetV2), hardswish / hardsigmoid (MobileNetV3), SiLU (EfficientNet), GELU, leaky ReLU,
-// sigmoid, tanh; and `out += identity` before ResNet's last ReLU, or alone (inverted residual
-// blocks). The add is either operand order with alpha 1; the matcher only matches when the
-// convolution's (and the add's) output has no other use.
+// A 2-D or 3-D convolution followed by a residual add and/or an activation becomes one
+// srt::fused_conv2d/3d (ops/conv/convolution.cpp), which applies them while the output is still in
+// cache (oneDNN post-ops, or one vectorized pass after the small convolutions' GEMM). What
+// torchvision's networks write after a (BatchNorm-folded) convolution: ReLU (ResNet, VGG,
+// DenseNet), ReLU6 as hardtanh (MobileNetV2), hardswish / hardsigmoid (MobileNetV3), SiLU
+// (EfficientNet), GELU, leaky ReLU, sigmoid, tanh; and `out += identity` before ResNet's last ReLU,
+// or alone (inverted residual blocks); the same after the 3-D convolutions of video networks
+// (r3d_18's ReLUs and residual adds). The add is either operand order with alpha 1; the matcher
+// only matches when the convolution's (and the add's) output has no other use.
 #include <string>
 #include <unordered_map>
 
@@ -79,19 +80,20 @@ std::string activationInputs(const ActivationPattern& activation) {
   return inputs;
 }
 
-// conv2d [+ residual, in `order`] [then activation] as one srt::fused_conv2d.
+// conv2d/3d [+ residual, in `order`] [then activation] as one srt::fused_conv2d/3d.
 enum class Residual { kNone, kAfter, kBefore }; // add(y, r) / add(r, y)
 
-FusionPattern convThen(const ActivationPattern& activation, Residual residual) {
+FusionPattern convThen(int dims, const ActivationPattern& activation, Residual residual) {
+  const std::string conv = "conv" + std::to_string(dims) + "d";
   const std::string conv_inputs = "%input, %weight, %bias, %stride, %padding, %dilation, %groups";
   std::string inputs = conv_inputs;
   std::string body;
   std::string residual_value = "%no_residual";
   if (residual == Residual::kNone) {
-    body = "  %y = aten::conv2d(" + conv_inputs + ")\n";
+    body = "  %y = aten::" + conv + "(" + conv_inputs + ")\n";
   } else {
     inputs += ", %residual, %alpha";
-    body = "  %conv = aten::conv2d(" + conv_inputs + ")\n";
+    body = "  %conv = aten::" + conv + "(" + conv_inputs + ")\n";
     body += residual == Residual::kAfter ? "  %y = aten::add(%conv, %residual, %alpha)\n"
                                          : "  %y = aten::add(%residual, %conv, %alpha)\n";
     residual_value = "%residual";
@@ -106,8 +108,8 @@ FusionPattern convThen(const ActivationPattern& activation, Residual residual) {
   const std::string replacement =
       "graph(" + inputs + "):\n" + "  %name : str = prim::Constant[value=\"" + activation.name +
       "\"]()\n  %zero : float = prim::Constant[value=0.]()\n" +
-      "  %no_residual : NoneType = prim::Constant()\n" + "  %r = srt::fused_conv2d(" + conv_inputs +
-      ", " + residual_value + ", %name, " + a + ", " + b + ")\n  return (%r)";
+      "  %no_residual : NoneType = prim::Constant()\n" + "  %r = srt::fused_" + conv + "(" +
+      conv_inputs + ", " + residual_value + ", %name, " + a + ", " + b + ")\n  return (%r)";
   FusionFilter filter = [residual, activation_filter = activation.filter](
                             const torch::jit::Match& match, const Values& values) {
     if (activation_filter && !activation_filter(match, values)) {
@@ -125,7 +127,7 @@ FusionPattern convThen(const ActivationPattern& activation, Residual residual) {
             (alpha->isDouble() && alpha->toDouble() == 1.0)) &&
            r->type()->isSubtypeOf(*c10::TensorType::get()) && r != matched(match, values, "conv");
   };
-  std::string name = "conv2d";
+  std::string name = conv;
   if (residual != Residual::kNone) {
     name += " + residual";
   }
@@ -138,14 +140,16 @@ FusionPattern convThen(const ActivationPattern& activation, Residual residual) {
 // Registered once, longest chains first: a residual add with the activation after it before
 // either alone.
 bool registerPatterns() {
-  for (Residual residual : {Residual::kAfter, Residual::kBefore}) {
-    for (const ActivationPattern& activation : activations()) {
-      registerFusionPattern(kFamily, convThen(activation, residual));
+  for (int dims : {2, 3}) {
+    for (Residual residual : {Residual::kAfter, Residual::kBefore}) {
+      for (const ActivationPattern& activation : activations()) {
+        registerFusionPattern(kFamily, convThen(dims, activation, residual));
+      }
     }
-  }
-  for (const ActivationPattern& activation : activations()) {
-    if (activation.name != "none") {
-      registerFusionPattern(kFamily, convThen(activation, Residual::kNone));
+    for (const ActivationPattern& activation : activations()) {
+      if (activation.name != "none") {
+        registerFusionPattern(kFamily, convThen(dims, activation, Residual::kNone));
+      }
     }
   }
   return true;

@@ -1,7 +1,8 @@
-// Convolutions with a constant weight become srt::packed_conv2d, whose weight input is one
-// constant holding the weight and bias already packed for oneDNN (ops/conv/packed_conv.h). The
-// plain weight constants then have no use left and the dead-code pass drops them: a module holds
-// its convolution weights once, in the layout its kernels read (resnet18: 45 MB instead of 90).
+// Convolutions (2-D and 3-D) with a constant weight become srt::packed_conv2d/3d, whose weight
+// input is one constant holding the weight and bias already packed for oneDNN
+// (ops/conv/packed_conv.h). The plain weight constants then have no use left and the dead-code pass
+// drops them: a module holds its convolution weights once, in the layout its kernels read
+// (resnet18: 45 MB instead of 90).
 #include <optional>
 #include <vector>
 
@@ -17,30 +18,41 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool isConvolution(const Node* node) {
-  return node->kind() == c10::Symbol::fromQualString("aten::conv2d") ||
-         node->kind() == c10::Symbol::fromQualString("srt::fused_conv2d");
+// The convolution's spatial dimensions (2 or 3), or 0 for any other node.
+int convolutionDims(const Node* node) {
+  if (node->kind() == c10::Symbol::fromQualString("aten::conv2d") ||
+      node->kind() == c10::Symbol::fromQualString("srt::fused_conv2d")) {
+    return 2;
+  }
+  if (node->kind() == c10::Symbol::fromQualString("aten::conv3d") ||
+      node->kind() == c10::Symbol::fromQualString("srt::fused_conv3d")) {
+    return 3;
+  }
+  return 0;
 }
 
-std::optional<std::vector<int64_t>> constantPair(const Value* value) {
+// A constant int list of one value (for every dimension) or one per dimension.
+std::optional<std::vector<int64_t>> constantList(const Value* value, int dims) {
   auto list = torch::jit::constant_as<std::vector<int64_t>>(value);
-  if (!list || list->empty() || list->size() > 2) {
+  if (!list || (list->size() != 1 && list->size() != static_cast<size_t>(dims))) {
     return std::nullopt;
   }
-  return std::vector<int64_t>{list->front(), list->back()};
+  list->resize(dims, list->front());
+  return *list;
 }
 
 // The node's stride, padding, dilation and groups when all are constants.
-std::optional<ops::ConvArguments> constantArguments(const Node* node) {
-  const auto stride = constantPair(node->input(3));
-  const auto padding = constantPair(node->input(4));
-  const auto dilation = constantPair(node->input(5));
+std::optional<ops::ConvArguments> constantArguments(const Node* node, int dims) {
+  const auto stride = constantList(node->input(3), dims);
+  const auto padding = constantList(node->input(4), dims);
+  const auto dilation = constantList(node->input(5), dims);
   const auto groups = torch::jit::constant_as<int64_t>(node->input(6));
   if (!stride || !padding || !dilation || !groups) {
     return std::nullopt;
   }
   ops::ConvArguments arguments;
-  for (int i = 0; i < 2; ++i) {
+  arguments.spatial_dims = dims;
+  for (int i = 0; i < dims; ++i) {
     arguments.stride[i] = (*stride)[i];
     arguments.padding[i] = (*padding)[i];
     arguments.dilation[i] = (*dilation)[i];
@@ -50,23 +62,23 @@ std::optional<ops::ConvArguments> constantArguments(const Node* node) {
 }
 
 // The packed weight for a convolution oneDNN runs, or nullptr.
-c10::intrusive_ptr<ops::PackedConvWeight> packedWeightFor(const Node* node) {
+c10::intrusive_ptr<ops::PackedConvWeight> packedWeightFor(const Node* node, int dims) {
   const auto weight = torch::jit::toIValue(node->input(1));
   const auto bias = torch::jit::toIValue(node->input(2));
-  const auto arguments = constantArguments(node);
+  const auto arguments = constantArguments(node, dims);
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) ||
       !arguments) {
     return {};
   }
   const at::Tensor& w = weight->toTensor();
-  if (w.dim() != 4 || w.scalar_type() != at::kFloat) {
+  if (w.dim() != dims + 2 || w.scalar_type() != at::kFloat) {
     return {};
   }
   return ops::packConvWeightConstant(w, bias->isNone() ? at::Tensor() : bias->toTensor(),
                                      *arguments);
 }
 
-void replaceWithPacked(torch::jit::Graph& graph, Node* conv,
+void replaceWithPacked(torch::jit::Graph& graph, Node* conv, int dims,
                        const c10::intrusive_ptr<ops::PackedConvWeight>& packed) {
   torch::jit::WithInsertPoint insert(conv);
   Value* weight = graph.insertConstant(c10::IValue(packed));
@@ -75,7 +87,7 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* conv,
   for (size_t i = 3; i < 7; ++i) {
     inputs.push_back(conv->input(i));
   }
-  if (conv->inputs().size() > 7) { // srt::fused_conv2d: residual and activation as they are
+  if (conv->inputs().size() > 7) { // srt::fused_conv2d/3d: residual and activation as they are
     for (size_t i = 7; i < conv->inputs().size(); ++i) {
       inputs.push_back(conv->input(i));
     }
@@ -85,8 +97,8 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* conv,
     inputs.push_back(graph.insertConstant(c10::Scalar(0.0)));
     inputs.push_back(graph.insertConstant(c10::Scalar(0.0)));
   }
-  Node* packed_conv =
-      graph.insertNode(graph.create(c10::Symbol::fromQualString("srt::packed_conv2d"), inputs, 1));
+  const char* op = dims == 3 ? "srt::packed_conv3d" : "srt::packed_conv2d";
+  Node* packed_conv = graph.insertNode(graph.create(c10::Symbol::fromQualString(op), inputs, 1));
   packed_conv->setSourceRange(conv->sourceRange());
   packed_conv->output()->setType(conv->output()->type());
   conv->output()->replaceAllUsesWith(packed_conv->output());
@@ -98,14 +110,15 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* conv,
 bool packConvWeights(GraphPtr& graph) {
   std::vector<Node*> convolutions;
   for (Node* node : graph->nodes()) {
-    if (isConvolution(node)) {
+    if (convolutionDims(node) != 0) {
       convolutions.push_back(node);
     }
   }
   bool changed = false;
   for (Node* conv : convolutions) {
-    if (const auto packed = packedWeightFor(conv)) {
-      replaceWithPacked(*graph, conv, packed);
+    const int dims = convolutionDims(conv);
+    if (const auto packed = packedWeightFor(conv, dims)) {
+      replaceWithPacked(*graph, conv, dims, packed);
       changed = true;
     }
   }

@@ -43,8 +43,8 @@ bool fuseLinearActivation(GraphPtr& graph);
 // linear (or fused_linear) + add(residual) as one srt::fused_linear (gemm_residual_add.cpp).
 bool fuseGemmResidualAdd(GraphPtr& graph);
 
-// conv2d [+ residual add] [+ relu / hardtanh / silu / hardswish / ...] as one srt::fused_conv2d
-// (conv_fusion.cpp).
+// conv2d/3d [+ residual add] [+ relu / hardtanh / silu / hardswish / ...] as one
+// srt::fused_conv2d/3d (conv_fusion.cpp).
 bool fuseConvEpilogues(GraphPtr& graph);
 
 // conv1d with a constant weight -> unsqueeze + conv2d + squeeze, for the oneDNN kernel
@@ -56,7 +56,7 @@ bool lowerConv1d(GraphPtr& graph);
 // (channels_last.cpp).
 bool useChannelsLast(GraphPtr& graph);
 
-// Convolutions with a constant weight -> srt::packed_conv2d on one constant holding the
+// Convolutions with a constant weight -> srt::packed_conv2d/3d on one constant holding the
 // weight packed for oneDNN; the plain weight constants become dead (conv_weight_packing.cpp).
 bool packConvWeights(GraphPtr& graph);
 

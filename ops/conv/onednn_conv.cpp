@@ -18,10 +18,9 @@ namespace srt::ops {
 struct OneDnnConvWeight {
   ConvArguments arguments;
   int64_t out_channels = 0;
-  int64_t in_channels = 0; // of the input, all groups
-  int64_t kernel_h = 0;
-  int64_t kernel_w = 0;
-  dnnl::memory::desc desc; // the packed layout
+  int64_t in_channels = 0;                  // of the input, all groups
+  int64_t kernel[kMaxConvSpatialDims] = {}; // spatial_dims of them
+  dnnl::memory::desc desc;                  // the packed layout
   // desc.get_size() bytes: the only copy once passes/conv_weight_packing.cpp has taken the
   // plain weight out of the graph. Shapes whose primitive wants another layout, and the
   // reference path, reorder from it.
@@ -29,34 +28,98 @@ struct OneDnnConvWeight {
   at::Tensor bias; // [OC] float32 contiguous, or undefined
 };
 
+bool ConvArguments::operator==(const ConvArguments& o) const {
+  for (int i = 0; i < kMaxConvSpatialDims; ++i) {
+    if (stride[i] != o.stride[i] || padding[i] != o.padding[i] || dilation[i] != o.dilation[i] ||
+        output_padding[i] != o.output_padding[i]) {
+      return false;
+    }
+  }
+  return spatial_dims == o.spatial_dims && groups == o.groups && transposed == o.transposed;
+}
+
 namespace {
 
 using dnnl::memory;
 using Dims = memory::dims;
 constexpr auto kF32 = memory::data_type::f32;
 
-// The weight's dims as oneDNN's convolution takes them: [OC, IC, KH, KW], or with groups
-// [G, OC / G, IC / G, KH, KW].
-Dims weightDims(const OneDnnConvWeight& w) {
-  const int64_t g = w.arguments.groups;
-  if (g == 1) {
-    return {w.out_channels, w.in_channels, w.kernel_h, w.kernel_w};
-  }
-  return {g, w.out_channels / g, w.in_channels / g, w.kernel_h, w.kernel_w};
+Dims spatial(const int64_t* values, int spatial_dims) {
+  return Dims(values, values + spatial_dims);
 }
 
-memory::format_tag plainWeightTag(const OneDnnConvWeight& w) {
-  return w.arguments.groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw;
+// The weight's dims as oneDNN's (de)convolution takes them: [OC, IC, k...], or with groups
+// [G, OC / G, IC / G, k...].
+Dims weightDims(const OneDnnConvWeight& w) {
+  const int64_t g = w.arguments.groups;
+  Dims dims =
+      g == 1 ? Dims{w.out_channels, w.in_channels} : Dims{g, w.out_channels / g, w.in_channels / g};
+  for (int i = 0; i < w.arguments.spatial_dims; ++i) {
+    dims.push_back(w.kernel[i]);
+  }
+  return dims;
+}
+
+// PyTorch's weight as those dims with strides: [OC, IC / G, k...] is [G, OC / G, IC / G, k...]
+// contiguous; the transposed [IC, OC / G, k...] is [G, IC / G, OC / G, k...] contiguous.
+memory::desc plainWeightDesc(const OneDnnConvWeight& w) {
+  const Dims dims = weightDims(w);
+  const int64_t g = w.arguments.groups;
+  const int64_t oc = w.out_channels / g;
+  const int64_t ic = w.in_channels / g;
+  int64_t kernel_size = 1;
+  for (int i = 0; i < w.arguments.spatial_dims; ++i) {
+    kernel_size *= w.kernel[i];
+  }
+  const int64_t o_stride = w.arguments.transposed ? kernel_size : ic * kernel_size;
+  const int64_t i_stride = w.arguments.transposed ? oc * kernel_size : kernel_size;
+  Dims strides =
+      g == 1 ? Dims{o_stride, i_stride} : Dims{oc * ic * kernel_size, o_stride, i_stride};
+  int64_t stride = kernel_size;
+  for (int i = 0; i < w.arguments.spatial_dims; ++i) {
+    stride /= w.kernel[i];
+    strides.push_back(stride);
+  }
+  return memory::desc(dims, kF32, strides);
+}
+
+// The weight's shape in PyTorch.
+std::vector<int64_t> plainWeightSizes(const OneDnnConvWeight& w) {
+  const int64_t g = w.arguments.groups;
+  std::vector<int64_t> sizes = w.arguments.transposed
+                                   ? std::vector<int64_t>{w.in_channels, w.out_channels / g}
+                                   : std::vector<int64_t>{w.out_channels, w.in_channels / g};
+  sizes.insert(sizes.end(), w.kernel, w.kernel + w.arguments.spatial_dims);
+  return sizes;
 }
 
 // oneDNN's dilation counts the gaps between taps: PyTorch's dilation minus one.
 Dims dilations(const ConvArguments& a) {
-  return {a.dilation[0] - 1, a.dilation[1] - 1};
+  Dims dims;
+  for (int i = 0; i < a.spatial_dims; ++i) {
+    dims.push_back(a.dilation[i] - 1);
+  }
+  return dims;
 }
 
 int64_t outputSize(int64_t in, int64_t kernel, const ConvArguments& a, int dim) {
   const int64_t span = a.dilation[dim] * (kernel - 1) + 1;
-  return (in + 2 * a.padding[dim] - span) / a.stride[dim] + 1;
+  if (a.transposed) {
+    return (in - 1) * a.stride[dim] - 2 * a.padding[dim] + span + a.output_padding[dim];
+  }
+  const int64_t padded = in + 2 * a.padding[dim];
+  return padded < span ? 0 : (padded - span) / a.stride[dim] + 1;
+}
+
+memory::format_tag activationTag(int spatial_dims, bool channels_last) {
+  if (spatial_dims == 3) {
+    return channels_last ? memory::format_tag::ndhwc : memory::format_tag::ncdhw;
+  }
+  return channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw;
+}
+
+at::MemoryFormat channelsLastFormat(int spatial_dims) {
+  return spatial_dims == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
 }
 
 // An activation as oneDNN eltwise post-ops (hardsigmoid takes two).
@@ -98,28 +161,28 @@ std::vector<Eltwise> eltwisesFor(vec::UnaryOp op, vec::Params params) {
   }
 }
 
-// What a primitive was built for: the input's batch, size and layout, and the thread count.
+// What a primitive was built for: the input's batch, spatial sizes and layout, and the thread
+// count.
 struct ConvKey {
   int64_t batch = -1;
-  int64_t height = -1;
-  int64_t width = -1;
+  int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
   bool channels_last = false;
   int threads = 0;
 
   bool operator==(const ConvKey& o) const {
-    return batch == o.batch && height == o.height && width == o.width &&
+    return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
            channels_last == o.channels_last && threads == o.threads;
   }
 };
 
 // One node's primitive in one runtime, for the last input shape. The activations are in the
-// caller's layout (NCHW or channels last); where the primitive wants a blocked one, the input is
-// reordered into scratch before and the result out of it after.
+// caller's layout (contiguous or channels last); where the primitive wants a blocked one, the input
+// is reordered into scratch before and the result out of it after.
 struct OneDnnConvState final : NodeState {
   ConvKey key;
   bool built = false;
   bool supported = false;
-  dnnl::convolution_forward primitive;
+  dnnl::primitive primitive; // a convolution_forward or deconvolution_forward
   memory src_user, src, weights, bias, dst, dst_user, scratchpad;
   dnnl::reorder src_reorder, dst_reorder, residual_reorder;
   bool reorder_src = false;
@@ -161,20 +224,48 @@ dnnl::primitive_attr attributes(const ConvEpilogue& epilogue) {
   return attr;
 }
 
-dnnl::convolution_forward::desc convDesc(const OneDnnConvWeight& w, const memory::desc& src,
-                                         const memory::desc& weights, const memory::desc& dst) {
+// The primitive for these memory descriptors (any of them may be format any); throws dnnl::error
+// when oneDNN has none.
+dnnl::primitive_desc primitiveDesc(const OneDnnConvWeight& w, const memory::desc& src,
+                                   const memory::desc& weights, const memory::desc& dst,
+                                   const dnnl::primitive_attr& attr) {
   const ConvArguments& a = w.arguments;
-  const Dims strides{a.stride[0], a.stride[1]};
-  const Dims padding{a.padding[0], a.padding[1]};
-  if (w.bias.defined()) {
-    return dnnl::convolution_forward::desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights,
-        memory::desc({w.out_channels}, kF32, memory::format_tag::x), dst, strides, dilations(a),
-        padding, padding);
+  const Dims strides = spatial(a.stride, a.spatial_dims);
+  const Dims padding_l = spatial(a.padding, a.spatial_dims);
+  Dims padding_r = padding_l;
+  for (int i = 0; i < a.spatial_dims; ++i) {
+    // What makes the output output_padding larger, as ATen's oneDNN path does (may go negative).
+    padding_r[i] -= a.transposed ? a.output_padding[i] : 0;
   }
-  return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                         dnnl::algorithm::convolution_direct, src, weights, dst,
-                                         strides, dilations(a), padding, padding);
+  const memory::desc bias = w.bias.defined()
+                                ? memory::desc({w.out_channels}, kF32, memory::format_tag::x)
+                                : memory::desc();
+  const auto inference = dnnl::prop_kind::forward_inference;
+  if (a.transposed) {
+    using Deconv = dnnl::deconvolution_forward;
+    const auto direct = dnnl::algorithm::deconvolution_direct;
+    return Deconv::primitive_desc(w.bias.defined()
+                                      ? Deconv::desc(inference, direct, src, weights, bias, dst,
+                                                     strides, dilations(a), padding_l, padding_r)
+                                      : Deconv::desc(inference, direct, src, weights, dst, strides,
+                                                     dilations(a), padding_l, padding_r),
+                                  attr, oneDnnEngine());
+  }
+  using Conv = dnnl::convolution_forward;
+  const auto direct = dnnl::algorithm::convolution_direct;
+  return Conv::primitive_desc(w.bias.defined()
+                                  ? Conv::desc(inference, direct, src, weights, bias, dst, strides,
+                                               dilations(a), padding_l, padding_r)
+                                  : Conv::desc(inference, direct, src, weights, dst, strides,
+                                               dilations(a), padding_l, padding_r),
+                              attr, oneDnnEngine());
+}
+
+// [N, C, spatial...] as oneDNN dims.
+Dims activationDims(int64_t batch, int64_t channels, const int64_t* sizes, int spatial_dims) {
+  Dims dims{batch, channels};
+  dims.insert(dims.end(), sizes, sizes + spatial_dims);
+  return dims;
 }
 
 void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
@@ -182,31 +273,33 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   state.key = key;
   state.built = true;
   state.supported = false;
-  const int64_t out_h = outputSize(key.height, w.kernel_h, w.arguments, 0);
-  const int64_t out_w = outputSize(key.width, w.kernel_w, w.arguments, 1);
-  const auto user_tag = key.channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw;
-  const memory::desc src_user({key.batch, w.in_channels, key.height, key.width}, kF32, user_tag);
-  const memory::desc dst_user({key.batch, w.out_channels, out_h, out_w}, kF32, user_tag);
-  const memory::desc any_src({key.batch, w.in_channels, key.height, key.width}, kF32,
-                             memory::format_tag::any);
-  const memory::desc any_dst({key.batch, w.out_channels, out_h, out_w}, kF32,
-                             memory::format_tag::any);
+  const int spatial_dims = w.arguments.spatial_dims;
+  int64_t out_sizes[kMaxConvSpatialDims] = {};
+  for (int i = 0; i < spatial_dims; ++i) {
+    out_sizes[i] = outputSize(key.size[i], w.kernel[i], w.arguments, i);
+  }
+  const Dims src_dims = activationDims(key.batch, w.in_channels, key.size, spatial_dims);
+  const Dims dst_dims = activationDims(key.batch, w.out_channels, out_sizes, spatial_dims);
+  const auto user_tag = activationTag(spatial_dims, key.channels_last);
+  const memory::desc src_user(src_dims, kF32, user_tag);
+  const memory::desc dst_user(dst_dims, kF32, user_tag);
+  const memory::desc any_src(src_dims, kF32, memory::format_tag::any);
+  const memory::desc any_dst(dst_dims, kF32, memory::format_tag::any);
   const memory::desc any_weights(weightDims(w), kF32, memory::format_tag::any);
-  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::primitive_desc pd;
   try {
-    pd = dnnl::convolution_forward::primitive_desc(convDesc(w, any_src, any_weights, any_dst),
-                                                   attributes(epilogue), oneDnnEngine());
+    pd = primitiveDesc(w, any_src, any_weights, any_dst, attributes(epilogue));
   } catch (const dnnl::error&) {
     return; // no implementation for these arguments: the fallback runs the node
   }
-  state.primitive = dnnl::convolution_forward(pd);
+  state.primitive = dnnl::primitive(pd);
   const dnnl::engine& engine = oneDnnEngine();
-  state.reorder_src = pd.src_desc() != src_user;
-  state.reorder_dst = pd.dst_desc() != dst_user;
+  state.reorder_src = pd.src_desc(0) != src_user;
+  state.reorder_dst = pd.dst_desc(0) != dst_user;
   state.src_user = memory(src_user, engine, DNNL_MEMORY_NONE);
   state.dst_user = memory(dst_user, engine, DNNL_MEMORY_NONE);
-  state.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
-  state.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
+  state.src = memory(pd.src_desc(0), engine, DNNL_MEMORY_NONE);
+  state.dst = memory(pd.dst_desc(0), engine, DNNL_MEMORY_NONE);
   if (state.reorder_src) {
     state.src_reorder = dnnl::reorder(state.src_user, state.src);
   }
@@ -218,13 +311,13 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   }
   // The shared packed weight, unless this shape's primitive wants another layout.
   void* weight_data = w.storage.data_ptr();
-  if (pd.weights_desc() != w.desc) {
-    state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc().get_size())}, at::kByte);
+  if (pd.weights_desc(0) != w.desc) {
+    state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc(0).get_size())}, at::kByte);
     reorder(memory(w.desc, engine, w.storage.data_ptr()),
-            memory(pd.weights_desc(), engine, state.repacked.data_ptr()));
+            memory(pd.weights_desc(0), engine, state.repacked.data_ptr()));
     weight_data = state.repacked.data_ptr();
   }
-  state.weights = memory(pd.weights_desc(), engine, weight_data);
+  state.weights = memory(pd.weights_desc(0), engine, weight_data);
   if (w.bias.defined()) {
     state.bias = memory(memory::desc({w.out_channels}, kF32, memory::format_tag::x), engine,
                         w.bias.data_ptr());
@@ -233,11 +326,11 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   size_t offset = 0;
   if (state.reorder_src) {
     state.src_offset = offset;
-    offset += alignUp(pd.src_desc().get_size());
+    offset += alignUp(pd.src_desc(0).get_size());
   }
   if (state.reorder_dst) {
     state.dst_offset = offset;
-    offset += alignUp(pd.dst_desc().get_size());
+    offset += alignUp(pd.dst_desc(0).get_size());
   }
   state.scratchpad_offset = offset;
   if (state.scratchpad_bytes > 0) {
@@ -258,43 +351,55 @@ void execute(dnnl::stream& stream, const dnnl::primitive& primitive,
                           "oneDNN convolution failed");
 }
 
-class OneDnnConv2d {
+class OneDnnConv {
 public:
-  OneDnnConv2d(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
-               int residual_input, KernelFunction fallback)
+  OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
+             int residual_input, KernelFunction fallback)
       : weight_(std::move(weight)), epilogue_(epilogue), residual_input_(residual_input),
         fallback_(std::move(fallback)) {}
 
   void operator()(ProcessedNode& p) const {
     const at::Tensor& x = p.input(0).toTensor();
     const OneDnnConvWeight& w = *weight_;
-    const bool layout_fits = x.is_contiguous() || x.is_contiguous(at::MemoryFormat::ChannelsLast);
-    if (x.scalar_type() != at::kFloat || x.dim() != 4 || !x.is_cpu() || !layout_fits ||
-        x.size(1) != w.in_channels || x.numel() == 0 ||
-        outputSize(x.size(2), w.kernel_h, w.arguments, 0) <= 0 ||
-        outputSize(x.size(3), w.kernel_w, w.arguments, 1) <= 0) {
+    const int spatial_dims = w.arguments.spatial_dims;
+    const at::MemoryFormat channels_last_format = channelsLastFormat(spatial_dims);
+    if (x.scalar_type() != at::kFloat || x.dim() != spatial_dims + 2 || !x.is_cpu() ||
+        !(x.is_contiguous() || x.is_contiguous(channels_last_format)) ||
+        x.size(1) != w.in_channels || x.numel() == 0) {
       fallback_(p);
       return;
     }
+    ConvKey key;
+    key.batch = x.size(0);
+    std::vector<int64_t> out_sizes{x.size(0), w.out_channels};
+    // The work, in multiply-adds: every output element of a convolution reads a window of its
+    // group's input channels; every input element of a transposed one writes one.
+    int64_t multiply_adds = x.size(0) * (w.in_channels / w.arguments.groups) * w.out_channels;
+    for (int i = 0; i < spatial_dims; ++i) {
+      key.size[i] = x.size(2 + i);
+      const int64_t out = outputSize(key.size[i], w.kernel[i], w.arguments, i);
+      if (out <= 0) {
+        fallback_(p); // ATen's error
+        return;
+      }
+      out_sizes.push_back(out);
+      multiply_adds *= w.kernel[i] * (w.arguments.transposed ? key.size[i] : out);
+    }
+    // An input that is contiguous both ways (one pixel, or one channel) is contiguous.
+    key.channels_last = !x.is_contiguous();
     const at::Tensor* residual = nullptr;
     if (epilogue_.has_residual) {
       residual = &p.input(residual_input_).toTensor();
     }
-    const int64_t out_h = outputSize(x.size(2), w.kernel_h, w.arguments, 0);
-    const int64_t out_w = outputSize(x.size(3), w.kernel_w, w.arguments, 1);
-    // A 4-D input that is contiguous both ways (one pixel, or one channel) is NCHW.
-    const bool channels_last = !x.is_contiguous();
-    const std::vector<int64_t> out_sizes{x.size(0), w.out_channels, out_h, out_w};
     if (residual != nullptr &&
         (residual->scalar_type() != at::kFloat || residual->sizes() != out_sizes ||
-         !residual->is_contiguous(channels_last ? at::MemoryFormat::ChannelsLast
-                                                : at::MemoryFormat::Contiguous))) {
+         !residual->is_contiguous(key.channels_last ? channels_last_format
+                                                    : at::MemoryFormat::Contiguous))) {
       fallback_(p);
       return;
     }
-    const OneDnnThreads threads(x.size(0) * w.out_channels * out_h * out_w *
-                                (w.in_channels / w.arguments.groups) * w.kernel_h * w.kernel_w);
-    const ConvKey key{x.size(0), x.size(2), x.size(3), channels_last, threads.count()};
+    const OneDnnThreads threads(multiply_adds);
+    key.threads = threads.count();
     auto& state = p.state<OneDnnConvState>();
     if (!state.built || !(state.key == key)) {
       build(state, key, w, epilogue_);
@@ -303,8 +408,8 @@ public:
       fallback_(p);
       return;
     }
-    at::Tensor& out = channels_last ? outputChannelsLast(p, out_sizes)
-                                    : contiguousOutput(p, 0, out_sizes, x.options());
+    at::Tensor& out = key.channels_last ? outputChannelsLast(p, out_sizes, channels_last_format)
+                                        : contiguousOutput(p, 0, out_sizes, x.options());
     char* scratch =
         static_cast<char*>(state.scratch_bytes > 0 ? p.scratch(state.scratch_bytes) : nullptr);
     state.src_user.set_data_handle(x.data_ptr());
@@ -348,9 +453,10 @@ public:
 
 private:
   // Last run's output 0 in channels-last layout, or a new one.
-  static at::Tensor& outputChannelsLast(ProcessedNode& p, at::IntArrayRef sizes) {
+  static at::Tensor& outputChannelsLast(ProcessedNode& p, at::IntArrayRef sizes,
+                                        at::MemoryFormat format) {
     at::Tensor& out = outputTensor(p, 0, at::TensorOptions().dtype(at::kFloat));
-    at::native::resize_(out, sizes, at::MemoryFormat::ChannelsLast);
+    at::native::resize_(out, sizes, format);
     return out;
   }
 
@@ -362,23 +468,30 @@ private:
 
 } // namespace
 
-bool oneDnnConvPrefersChannelsLast() {
-  // What a typical 3x3 convolution of the middle of a CNN picks for its activations.
-  static const bool prefers = [] {
-    const Dims activation{1, 64, 28, 28};
+bool oneDnnConvPrefersChannelsLast(int spatial_dims) {
+  // What a typical 3x3(x3) convolution of the middle of a CNN picks for its activations.
+  const auto prefers = [](int dims) {
+    OneDnnConvWeight w;
+    w.arguments.spatial_dims = dims;
+    w.arguments.padding[0] = w.arguments.padding[1] = w.arguments.padding[2] = 1;
+    w.out_channels = w.in_channels = 64;
+    w.kernel[0] = w.kernel[1] = w.kernel[2] = 3;
+    const int64_t sizes[kMaxConvSpatialDims] = {dims == 3 ? 8 : 28, 28, 28};
+    const memory::desc activation(activationDims(1, 64, sizes, dims), kF32,
+                                  memory::format_tag::any);
     try {
-      const dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          memory::desc(activation, kF32, memory::format_tag::any),
-          memory::desc({64, 64, 3, 3}, kF32, memory::format_tag::any),
-          memory::desc(activation, kF32, memory::format_tag::any), {1, 1}, {1, 1}, {1, 1});
-      const dnnl::convolution_forward::primitive_desc pd(desc, oneDnnEngine());
-      return pd.src_desc() == memory::desc(activation, kF32, memory::format_tag::nhwc);
+      const dnnl::primitive_desc pd =
+          primitiveDesc(w, activation, memory::desc(weightDims(w), kF32, memory::format_tag::any),
+                        activation, dnnl::primitive_attr());
+      return pd.src_desc(0) == memory::desc(activationDims(1, 64, sizes, dims), kF32,
+                                            activationTag(dims, /*channels_last=*/true));
     } catch (const dnnl::error&) {
       return false;
     }
-  }();
-  return prefers;
+  };
+  static const bool prefers_2d = prefers(2);
+  static const bool prefers_3d = prefers(3);
+  return spatial_dims == 3 ? prefers_3d : prefers_2d;
 }
 
 bool oneDnnConvTakes(vec::UnaryOp activation) {
@@ -387,53 +500,56 @@ bool oneDnnConvTakes(vec::UnaryOp activation) {
 
 std::shared_ptr<const OneDnnConvWeight>
 packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArguments& arguments) {
-  if (weight.scalar_type() != at::kFloat || weight.dim() != 4 || !weight.is_cpu() ||
-      weight.numel() == 0 || arguments.groups <= 0 || weight.size(0) % arguments.groups != 0 ||
-      (bias.defined() &&
-       (bias.scalar_type() != at::kFloat || bias.dim() != 1 || bias.size(0) != weight.size(0)))) {
+  const ConvArguments& a = arguments;
+  if ((a.spatial_dims != 2 && a.spatial_dims != 3) || weight.scalar_type() != at::kFloat ||
+      weight.dim() != a.spatial_dims + 2 || !weight.is_cpu() || weight.numel() == 0 ||
+      a.groups <= 0 || weight.size(0) % a.groups != 0) {
     return nullptr;
   }
   auto packed = std::make_shared<OneDnnConvWeight>();
-  packed->arguments = arguments;
-  packed->out_channels = weight.size(0);
-  packed->in_channels = weight.size(1) * arguments.groups;
-  packed->kernel_h = weight.size(2);
-  packed->kernel_w = weight.size(3);
+  packed->arguments = a;
+  // PyTorch's weight is [OC, IC / G, k...], transposed [IC, OC / G, k...].
+  packed->out_channels = a.transposed ? weight.size(1) * a.groups : weight.size(0);
+  packed->in_channels = a.transposed ? weight.size(0) : weight.size(1) * a.groups;
+  for (int i = 0; i < a.spatial_dims; ++i) {
+    packed->kernel[i] = weight.size(2 + i);
+  }
+  if (bias.defined() && (bias.scalar_type() != at::kFloat || bias.dim() != 1 ||
+                         bias.size(0) != packed->out_channels || !bias.is_cpu())) {
+    return nullptr;
+  }
   const at::Tensor plain = weight.contiguous();
   packed->bias = bias.defined() ? bias.contiguous() : at::Tensor();
-  // The layout oneDNN's convolution picks for the weight depends on the channels, the kernel and
+  // The layout oneDNN's primitive picks for the weight depends on the channels, the kernel and
   // the instruction set, not on the image: one representative size decides it; a shape whose
   // primitive wants another layout repacks for itself (OneDnnConvState::repacked).
-  const ConvArguments& a = arguments;
-  const int64_t side = std::max<int64_t>(
-      32,
-      std::max(a.dilation[0] * (packed->kernel_h - 1), a.dilation[1] * (packed->kernel_w - 1)) + 1);
-  const int64_t out_h = outputSize(side, packed->kernel_h, a, 0);
-  const int64_t out_w = outputSize(side, packed->kernel_w, a, 1);
+  int64_t side[kMaxConvSpatialDims] = {};
+  int64_t out[kMaxConvSpatialDims] = {};
+  for (int i = 0; i < a.spatial_dims; ++i) {
+    side[i] = std::max<int64_t>(a.spatial_dims == 3 ? 16 : 32,
+                                a.dilation[i] * (packed->kernel[i] - 1) + 1);
+    out[i] = outputSize(side[i], packed->kernel[i], a, i);
+  }
   try {
-    const memory::desc src({1, packed->in_channels, side, side}, kF32, memory::format_tag::any);
-    const memory::desc dst({1, packed->out_channels, out_h, out_w}, kF32, memory::format_tag::any);
+    const memory::desc src(activationDims(1, packed->in_channels, side, a.spatial_dims), kF32,
+                           memory::format_tag::any);
+    const memory::desc dst(activationDims(1, packed->out_channels, out, a.spatial_dims), kF32,
+                           memory::format_tag::any);
     const memory::desc any(weightDims(*packed), kF32, memory::format_tag::any);
-    const dnnl::convolution_forward::primitive_desc pd(convDesc(*packed, src, any, dst),
-                                                       oneDnnEngine());
-    packed->desc = pd.weights_desc();
+    packed->desc = primitiveDesc(*packed, src, any, dst, dnnl::primitive_attr()).weights_desc(0);
   } catch (const dnnl::error&) {
     return nullptr;
   }
   packed->storage = at::empty({static_cast<int64_t>(packed->desc.get_size())}, at::kByte);
-  reorder(memory(memory::desc(weightDims(*packed), kF32, plainWeightTag(*packed)), oneDnnEngine(),
-                 plain.data_ptr()),
+  reorder(memory(plainWeightDesc(*packed), oneDnnEngine(), plain.data_ptr()),
           memory(packed->desc, oneDnnEngine(), packed->storage.data_ptr()));
   return packed;
 }
 
 at::Tensor unpackConvWeight(const OneDnnConvWeight& packed) {
-  at::Tensor plain = at::empty({packed.out_channels, packed.in_channels / packed.arguments.groups,
-                                packed.kernel_h, packed.kernel_w},
-                               at::kFloat);
+  at::Tensor plain = at::empty(plainWeightSizes(packed), at::kFloat);
   reorder(memory(packed.desc, oneDnnEngine(), packed.storage.data_ptr()),
-          memory(memory::desc(weightDims(packed), kF32, plainWeightTag(packed)), oneDnnEngine(),
-                 plain.data_ptr()));
+          memory(plainWeightDesc(packed), oneDnnEngine(), plain.data_ptr()));
   return plain;
 }
 
@@ -448,7 +564,7 @@ const ConvArguments& convArguments(const OneDnnConvWeight& packed) {
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
                                     ConvEpilogue epilogue, int residual_input,
                                     KernelFunction fallback) {
-  return OneDnnConv2d(std::move(packed), epilogue, residual_input, std::move(fallback));
+  return OneDnnConv(std::move(packed), epilogue, residual_input, std::move(fallback));
 }
 
 } // namespace srt::ops

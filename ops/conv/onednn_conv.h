@@ -1,7 +1,8 @@
-// 2-D convolution on oneDNN: the weight reordered once, when the module is built, into the
-// blocked layout oneDNN's convolution prefers, shared read-only by every runtime; per runtime and
-// input shape a cached primitive; oneDNN's scratchpad and any activation reorders in the node's
-// planned scratch; an optional epilogue (a residual added, then an activation) as post-ops.
+// 2-D and 3-D convolution, and transposed convolution, on oneDNN: the weight reordered once,
+// when the module is built, into the blocked layout oneDNN's primitive prefers, shared read-only
+// by every runtime; per runtime and input shape a cached primitive; oneDNN's scratchpad and any
+// activation reorders in the node's planned scratch; an optional epilogue (a residual added, then
+// an activation) as post-ops.
 #pragma once
 
 #include <memory>
@@ -14,12 +15,20 @@
 
 namespace srt::ops {
 
-// A convolution's constant arguments (aten::conv2d's stride, padding, dilation, groups).
+constexpr int kMaxConvSpatialDims = 3;
+
+// A convolution's constant arguments: aten::conv2d/conv3d's stride, padding, dilation, groups;
+// aten::conv_transpose2d/3d's also output_padding. Entries past spatial_dims are unused.
 struct ConvArguments {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
+  int spatial_dims = 2; // 2 or 3: the input is [N, C, H, W] or [N, C, D, H, W]
+  int64_t stride[kMaxConvSpatialDims] = {1, 1, 1};
+  int64_t padding[kMaxConvSpatialDims] = {0, 0, 0};
+  int64_t dilation[kMaxConvSpatialDims] = {1, 1, 1};
   int64_t groups = 1;
+  bool transposed = false;
+  int64_t output_padding[kMaxConvSpatialDims] = {0, 0, 0}; // transposed only
+
+  bool operator==(const ConvArguments& o) const;
 };
 
 // What a fused convolution does to its result before anyone else sees it: first residual added
@@ -35,27 +44,30 @@ struct ConvEpilogue {
 // leaky_relu, sigmoid, tanh, silu, gelu, hardswish.
 bool oneDnnConvTakes(vec::UnaryOp activation);
 
-// Whether oneDNN's convolutions on this CPU want their activations channels last (NHWC), as
-// brgconv on AVX-512 does; passes/channels_last.cpp keeps networks in that format then.
-bool oneDnnConvPrefersChannelsLast();
+// Whether oneDNN's convolutions with `spatial_dims` (2 or 3) on this CPU want their activations
+// channels last (NHWC / NDHWC), as brgconv on AVX-512 does; passes/channels_last.cpp keeps
+// networks in that format then.
+bool oneDnnConvPrefersChannelsLast(int spatial_dims);
 
 struct OneDnnConvWeight;
 
-// The weight [OC, C / groups, KH, KW] (float32) packed for oneDNN, with its bias ([OC] or
+// The weight in PyTorch's layout, [OC, C / groups, k...] or, transposed, [C, OC / groups, k...]
+// (float32, with arguments.spatial_dims kernel dims), packed for oneDNN, with its bias ([OC] or
 // undefined); nullptr when oneDNN has no convolution for it.
 std::shared_ptr<const OneDnnConvWeight>
 packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArguments& arguments);
 
-// The packed weight back in PyTorch's layout [OC, C / groups, KH, KW] (a new tensor), for the
-// reference path of srt::packed_conv2d; its bias and arguments as packed.
+// The packed weight back in PyTorch's layout (a new tensor), for the reference path of
+// srt::packed_conv2d/3d; its bias and arguments as packed.
 at::Tensor unpackConvWeight(const OneDnnConvWeight& packed);
 const at::Tensor& convBias(const OneDnnConvWeight& packed);
 const ConvArguments& convArguments(const OneDnnConvWeight& packed);
 
 // The kernel of a node whose inputs are (input, weight, bias, ...) with the weight and bias
 // `packed`, and, when the epilogue has a residual, the residual as input `residual_input`. Runs
-// oneDNN for a float32 4-D input in NCHW or channels-last layout with the packed channel count,
-// and `fallback` for anything else (other dtypes, strides, invalid shapes: ATen's own errors).
+// oneDNN for a float32 input of the packed rank in contiguous or channels-last layout with the
+// packed channel count, and `fallback` for anything else (other dtypes, strides, invalid shapes:
+// ATen's own errors).
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
                                     ConvEpilogue epilogue, int residual_input,
                                     KernelFunction fallback);

@@ -2,13 +2,17 @@
 
 #include <torch/library.h>
 
-#include "ops/conv/conv2d.h"
+#include "ops/conv/convolution.h"
 
 namespace srt::ops {
 
 const char* const kPackedConv2dSchema =
     "srt::packed_conv2d(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, Tensor? bias, "
     "int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
+    "str activation, Scalar act_a, Scalar act_b) -> Tensor";
+const char* const kPackedConv3dSchema =
+    "srt::packed_conv3d(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, Tensor? bias, "
+    "int[3] stride, int[3] padding, int[3] dilation, int groups, Tensor? residual, "
     "str activation, Scalar act_a, Scalar act_b) -> Tensor";
 
 c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& weight,
@@ -21,27 +25,31 @@ c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& we
   return c10::make_intrusive<PackedConvWeight>(std::move(packed));
 }
 
-at::Tensor packedConv2dReference(const at::Tensor& input,
-                                 const c10::intrusive_ptr<PackedConvWeight>& weight,
-                                 const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                 at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                                 const c10::optional<at::Tensor>& residual,
-                                 c10::string_view activation, const at::Scalar& act_a,
-                                 const at::Scalar& act_b) {
-  TORCH_CHECK(weight, "srt::packed_conv2d: the packed weight is None");
-  TORCH_CHECK(!bias.has_value(), "srt::packed_conv2d: the bias is part of the packed weight");
+at::Tensor packedConvReference(const at::Tensor& input,
+                               const c10::intrusive_ptr<PackedConvWeight>& weight,
+                               const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                               at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                               const c10::optional<at::Tensor>& residual,
+                               c10::string_view activation, const at::Scalar& act_a,
+                               const at::Scalar& act_b) {
+  TORCH_CHECK(weight, "srt::packed_conv: the packed weight is None");
+  TORCH_CHECK(!bias.has_value(), "srt::packed_conv: the bias is part of the packed weight");
+  TORCH_CHECK(!convArguments(*weight->packed).transposed,
+              "srt::packed_conv: the packed weight is a transposed convolution's");
   const at::Tensor& packed_bias = convBias(*weight->packed);
-  return fusedConv2dReference(
-      input, unpackConvWeight(*weight->packed),
-      packed_bias.defined() ? c10::optional<at::Tensor>(packed_bias) : c10::nullopt, stride,
-      padding, dilation, groups, residual, activation, act_a, act_b);
+  return fusedConvReference(input, unpackConvWeight(*weight->packed),
+                            packed_bias.defined() ? c10::optional<at::Tensor>(packed_bias)
+                                                  : c10::nullopt,
+                            stride, padding, dilation, groups, residual, activation, act_a, act_b);
 }
 
 // The class first: the op's schema names it.
 TORCH_LIBRARY_FRAGMENT(srt, m) {
   m.class_<PackedConvWeight>("ConvWeight");
   m.def(torch::schema(kPackedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
-        packedConv2dReference);
+        packedConvReference);
+  m.def(torch::schema(kPackedConv3dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        packedConvReference);
 }
 
 } // namespace srt::ops

@@ -1,4 +1,4 @@
-// srt::packed_conv2d: srt::fused_conv2d whose weight and bias are one graph constant already
+// srt::packed_conv2d/3d: srt::fused_conv2d/3d whose weight and bias are one graph constant already
 // packed for oneDNN (passes/conv_weight_packing.cpp makes it), so that a module holds its large
 // convolution weights once, in the layout its kernels read, and not also as plain tensors. The
 // same design as PyTorch's prepacked mkldnn convolution contexts.
@@ -20,24 +20,25 @@ struct PackedConvWeight : torch::CustomClassHolder {
   std::shared_ptr<const OneDnnConvWeight> packed;
 };
 
-// weight [OC, C / groups, KH, KW] and bias ([OC] or undefined), float32, packed as a constant for
-// srt::packed_conv2d; nullptr when oneDNN has no convolution for them.
+// weight [OC, C / groups, k...] and bias ([OC] or undefined), float32, packed as a constant for
+// srt::packed_conv2d/3d; nullptr when oneDNN has no convolution for them.
 c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& weight,
                                                             const at::Tensor& bias,
                                                             const ConvArguments& arguments);
 
-// The schema; inputs at srt::fused_conv2d's positions, the packed weight in the weight's, the
+// The schemas; inputs at srt::fused_conv2d/3d's positions, the packed weight in the weight's, the
 // bias (inside the packed weight) always None.
 extern const char* const kPackedConv2dSchema;
+extern const char* const kPackedConv3dSchema;
 
 // What the JIT runs for the node, and our kernels for what they do not cover: the weight unpacked
-// (a new tensor per call), then srt::fused_conv2d's reference.
-at::Tensor packedConv2dReference(const at::Tensor& input,
-                                 const c10::intrusive_ptr<PackedConvWeight>& weight,
-                                 const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                 at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                                 const c10::optional<at::Tensor>& residual,
-                                 c10::string_view activation, const at::Scalar& act_a,
-                                 const at::Scalar& act_b);
+// (a new tensor per call), then srt::fused_conv2d/3d's reference.
+at::Tensor packedConvReference(const at::Tensor& input,
+                               const c10::intrusive_ptr<PackedConvWeight>& weight,
+                               const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                               at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                               const c10::optional<at::Tensor>& residual,
+                               c10::string_view activation, const at::Scalar& act_a,
+                               const at::Scalar& act_b);
 
 } // namespace srt::ops

@@ -1,4 +1,5 @@
-// 2-D pooling: max_pool2d, avg_pool2d and adaptive_avg_pool2d (conv2d is ops/conv/conv2d.cpp).
+// 2-D pooling: max_pool2d, avg_pool2d and adaptive_avg_pool2d (3-D pooling is
+// ops/conv/pooling3d.cpp, convolutions ops/conv/convolution.cpp).
 #include <cmath>
 #include <limits>
 #include <optional>

@@ -42,7 +42,8 @@ bool writtenInPlace(const torch::jit::Value* value) {
 }
 
 // Copies `self` into the node's output with `dtype`, laid out as `format` asks: contiguous,
-// channels last (a 4-D input only, as ATen requires), or preserve (the JIT's strides).
+// channels last (a 4-D input only, as ATen requires), channels last 3d (5-D only), or preserve
+// (the JIT's strides).
 void copyInto(ProcessedNode& p, const at::Tensor& self, at::ScalarType dtype,
               at::MemoryFormat format) {
   TORCH_CHECK(self.device().is_cpu(), "static_runtime: ", p.node()->kind().toQualString(),
@@ -57,7 +58,7 @@ void copyInto(ProcessedNode& p, const at::Tensor& self, at::ScalarType dtype,
 }
 
 // The memory_format argument at `index`, None or a constant: the layout it asks for, or
-// std::nullopt for one we leave to the JIT (channels_last_3d, not a constant).
+// std::nullopt for one we leave to the JIT (not a constant).
 std::optional<at::MemoryFormat> formatRequest(const Node* node, size_t index,
                                               at::MemoryFormat if_none) {
   const torch::jit::Value* value = node->input(index);
@@ -74,6 +75,7 @@ std::optional<at::MemoryFormat> formatRequest(const Node* node, size_t index,
   switch (static_cast<at::MemoryFormat>(format->toInt())) {
   case at::MemoryFormat::Contiguous:
   case at::MemoryFormat::ChannelsLast:
+  case at::MemoryFormat::ChannelsLast3d:
   case at::MemoryFormat::Preserve:
     return static_cast<at::MemoryFormat>(format->toInt());
   default:
@@ -236,7 +238,7 @@ std::optional<KernelFunction> clone(const Node* node, const KernelOptions&) {
   });
 }
 
-// contiguous(self, memory_format=contiguous_format): contiguous or channels last.
+// contiguous(self, memory_format=contiguous_format): contiguous, channels last (3d).
 std::optional<KernelFunction> contiguous(const Node* node, const KernelOptions&) {
   if (writtenInPlace(node->output())) {
     return std::nullopt;

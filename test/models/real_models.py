@@ -20,9 +20,6 @@ from torch import Tensor, nn
 # Why each op that is still a JIT fallback in some model remains one. The README's table prints
 # these; an op missing here makes --table fail, so every fallback has a stated reason.
 FALLBACK_REASONS = {
-    "aten::conv3d": "3-D convolution runs ATen's op; [4/5]",
-    "aten::conv_transpose1d": "transposed 1-D convolution runs ATen's op; [4/5]",
-    "aten::adaptive_avg_pool3d": "3-D pooling runs ATen's op; [4/5]",
     "aten::_native_multi_head_attention": "nn.MultiheadAttention's fast path; our fusion of it "
     "is [4/5]",
 }
@@ -143,14 +140,14 @@ def _models() -> List[RealModel]:
                   lambda: models.segmentation.lraspp_mobilenet_v3_large(weights_backbone=None),
                   _images(3, (1, 64, 64), (2, 48, 40))),
         RealModel("r3d_18", models.video.r3d_18,
-                  [(torch.randn(1, 3, 4, 32, 32),), (torch.randn(2, 3, 8, 24, 28),)]),
+                  [(torch.randn(1, 3, 4, 32, 32),), (torch.randn(2, 3, 8, 24, 28),)], zero_fallbacks=True),
         RealModel("wav2vec2_base", torchaudio.models.wav2vec2_base,
                   [(torch.randn(1, 4000),), (torch.randn(2, 3200),)]),
         RealModel("conv_tasnet",
                   lambda: torchaudio.models.ConvTasNet(num_sources=2, enc_num_feats=64, msk_num_feats=32,
                                                        msk_num_hidden_feats=64, msk_num_layers=2,
                                                        msk_num_stacks=2),
-                  [(torch.randn(1, 1, 800),), (torch.randn(2, 1, 1200),)]),
+                  [(torch.randn(1, 1, 800),), (torch.randn(2, 1, 1200),)], zero_fallbacks=True),
         RealModel("lstm_classifier", lambda: RecurrentClassifier("LSTM"), _tokens((1, 7), (3, 11))),
         RealModel("gru_classifier", lambda: RecurrentClassifier("GRU"), _tokens((1, 7), (3, 11))),
         RealModel("transformer_encoder_padding_mask", PaddedTransformerEncoder,

@@ -37,7 +37,7 @@ def forward(self, x):
 class ChannelsLastPass : public ::testing::Test {
 protected:
   void SetUp() override {
-    if (!ops::oneDnnConvPrefersChannelsLast()) {
+    if (!ops::oneDnnConvPrefersChannelsLast(2)) {
       GTEST_SKIP() << "oneDNN's convolutions on this CPU do not want NHWC";
     }
   }
@@ -89,7 +89,7 @@ def forward(self, x, mask):
 }
 
 // Small CNNs too: oneDNN's channels-last convolutions beat the NCHW ones with a reorder on each
-// side (ops/conv/conv2d.cpp).
+// side (ops/conv/convolution.cpp).
 TEST_F(ChannelsLastPass, ConvertsNetworksOfSmallConvolutions) {
   auto graph = passes::prepareModule(network(kResidualNetwork, 16)).graph;
   auto result =
@@ -109,6 +109,55 @@ def forward(self, x):
       expectPassPreservesResults(passes::useChannelsLast, graph, {{torch::randn({1, 3, 8, 8})}},
                                  /*expect_changed=*/false, 1e-4);
   EXPECT_EQ(countKind(*result, "aten::contiguous"), 0u) << *result;
+}
+
+// A video network (r3d_18's shape: conv3d, ReLU, residual, global pooling, linear head): 5-D
+// activations become channels_last_3d where oneDNN's 3-D convolutions want NDHWC, never a 4-D
+// format, and the results and the returned activation's layout are the JIT's.
+TEST(ChannelsLastPass3d, VideoNetworkMatchesJit) {
+  torch::jit::Module module("VideoModule");
+  module.register_parameter("stem", torch::randn({32, 3, 3, 7, 7}) * 0.1, false);
+  module.register_parameter("body", torch::randn({32, 32, 3, 3, 3}) * 0.05, false);
+  module.register_parameter("bias", torch::randn({32}), false);
+  module.register_parameter("head", torch::randn({10, 32}) * 0.1, false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv3d(x, self.stem, self.bias, [1, 2, 2], [1, 3, 3]))
+    z = torch.relu(torch.conv3d(y, self.body, self.bias, 1, 1) + y)
+    features = torch.adaptive_avg_pool3d(z, [1, 1, 1])
+    return torch.linear(torch.flatten(features, 1), self.head), z
+)JIT");
+  module.eval();
+  expectMatchesJit(
+      module, {{{torch::randn({1, 3, 4, 16, 16})}, {}}, {{torch::randn({2, 3, 3, 9, 12})}, {}}}, {},
+      1e-4);
+  StaticModule prepared(module);
+  const auto outputs = prepared({torch::randn({1, 3, 4, 8, 8})}).toTupleRef().elements();
+  EXPECT_TRUE(outputs[1].toTensor().is_contiguous()) << "the caller gets NCDHW, as from eager";
+  if (ops::oneDnnConvPrefersChannelsLast(3)) {
+    // One conversion into channels last (the input), one back (the returned activation).
+    EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  } else {
+    EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 0u) << prepared.graph();
+  }
+}
+
+// 2-D and 3-D convolutions in one graph each get their own rank's format.
+TEST(ChannelsLastPass3d, MixedRanksGetTheirOwnFormats) {
+  torch::jit::Module module("MixedModule");
+  module.register_parameter("w2", torch::randn({16, 3, 3, 3}) * 0.1, false);
+  module.register_parameter("w3", torch::randn({16, 3, 3, 3, 3}) * 0.1, false);
+  module.define(R"JIT(
+def forward(self, image, clip):
+    a = torch.relu(torch.conv2d(image, self.w2, None, 1, 1))
+    b = torch.relu(torch.conv3d(clip, self.w3, None, 1, 1))
+    return a.sum() + b.sum(), a, b
+)JIT");
+  module.eval();
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 3, 8, 8}), torch::randn({1, 3, 4, 8, 8})}, {}},
+                    {{torch::randn({2, 3, 5, 7}), torch::randn({2, 3, 3, 5, 6})}, {}}},
+                   {}, 1e-3);
 }
 
 } // namespace

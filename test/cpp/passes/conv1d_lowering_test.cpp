@@ -1,6 +1,6 @@
-// passes/conv1d_lowering.cpp: conv1d with a constant weight runs as a 2-D convolution on the
-// oneDNN kernel, with the results the JIT gives, for every argument form; what it cannot take
-// stays conv1d.
+// passes/conv1d_lowering.cpp: conv1d and conv_transpose1d with a constant weight run as 2-D ones
+// on the oneDNN kernels, with the results the JIT gives, for every argument form; what it cannot
+// take stays 1-D.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
@@ -68,6 +68,36 @@ def forward(self, x, w):
                                             /*expect_changed=*/true, 1e-4);
   EXPECT_EQ(countKind(*lowered, "aten::conv2d"), 1u) << *lowered;
   EXPECT_EQ(countKind(*lowered, "aten::conv1d"), 2u) << *lowered;
+}
+
+// conv_tasnet's decoder (a transposed convolution with stride half its kernel, no bias) and the
+// other arguments: padding, output_padding, groups, dilation; batched, unbatched and
+// non-contiguous input.
+TEST(Conv1dLowering, TransposedFormsMatchJit) {
+  torch::jit::Module module("ConvTranspose1dModule");
+  module.register_parameter("decoder", torch::randn({16, 1, 8}) * 0.2, false);
+  module.register_parameter("w", torch::randn({16, 6, 3}) * 0.2, false);
+  module.register_parameter("grouped", torch::randn({16, 3, 4}) * 0.2, false);
+  module.register_parameter("b", torch::randn({6}), false);
+  module.define(R"JIT(
+def forward(self, x):
+    decoded = torch.conv_transpose1d(x, self.decoder, None, [4])
+    padded = torch.conv_transpose1d(x, self.w, self.b, [2], [1], [1])
+    dilated = torch.conv_transpose1d(x, self.w, self.b, [3], [2], [2], 1, [2])
+    grouped = torch.conv_transpose1d(x, self.grouped, None, [2], [0], [0], 2)
+    return decoded, padded, dilated, grouped
+)JIT");
+  module.eval();
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 16, 20})}, {}},
+                    {{torch::randn({3, 16, 7})}, {}},
+                    {{torch::randn({16, 9})}, {}},
+                    {{torch::randn({2, 11, 16}).transpose(1, 2)}, {}}},
+                   {}, 1e-4);
+  const StaticModule prepared(module);
+  const auto kinds = kernelKinds(prepared);
+  EXPECT_EQ(kinds.count("aten::conv_transpose1d"), 0u) << prepared.graph();
+  EXPECT_EQ(kinds.at("aten::conv_transpose2d"), std::set<KernelKind>{KernelKind::kOutVariant});
 }
 
 } // namespace

@@ -86,5 +86,33 @@ def forward(self, x):
   EXPECT_EQ(countKind(*result, "srt::fused_conv2d"), 0u) << *result;
 }
 
+// The same forms after conv3d (video networks: r3d_18's ReLUs and residual adds) become
+// srt::fused_conv3d.
+TEST(ConvFusion, FusesThreeDimensionalConvolutions) {
+  torch::jit::Module module("Conv3dFusionModule");
+  module.register_parameter("w", torch::randn({8, 8, 3, 3, 3}) * 0.2, false);
+  module.register_parameter("b", torch::randn({8}), false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv3d(x, self.w, self.b, 1, 1))
+    r = torch.conv3d(a, self.w, self.b, 1, 1) + x
+    h = torch.hardswish(torch.conv3d(x * 2.0, self.w, None, 1, 1))
+    return torch.relu(r), h
+)JIT");
+  module.eval();
+  auto graph = passes::prepareModule(module).graph;
+  auto fused =
+      expectPassPreservesResults(passes::fuseConvEpilogues, graph,
+                                 {{torch::randn({1, 8, 3, 5, 5})}, {torch::randn({2, 8, 4, 3, 6})}},
+                                 /*expect_changed=*/true, 1e-4);
+  EXPECT_EQ(countKind(*fused, "srt::fused_conv3d"), 3u) << *fused;
+  for (const char* op : {"aten::conv3d", "aten::relu", "aten::hardswish", "aten::add"}) {
+    EXPECT_EQ(countKind(*fused, op), 0u) << op << "\n" << *fused;
+  }
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 8, 3, 5, 5})}, {}}, {{torch::randn({2, 8, 4, 3, 6})}, {}}},
+                   {}, 1e-4);
+}
+
 } // namespace
 } // namespace srt::testing

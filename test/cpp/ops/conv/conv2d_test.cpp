@@ -1,5 +1,5 @@
-// conv2d with a constant weight (ops/conv/conv2d.cpp) on small weights and images, the stems and
-// heads of small CNNs (ops/conv/onednn_conv_test.cpp has the rest); a weight given at run time
+// conv2d with a constant weight (ops/conv/convolution.cpp) on small weights and images, the stems
+// and heads of small CNNs (ops/conv/onednn_conv_test.cpp has the rest); a weight given at run time
 // keeps ATen's native kernel; all against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,7 +1,7 @@
-// Convolutions on oneDNN with the weight packed at build (ops/conv/onednn_conv.cpp), against the
-// JIT: grouped and depthwise, strided, dilated, padded, with and without bias, NCHW and
-// channels-last inputs, shapes changing between runs, and what falls back to ATen (another
-// layout, bad inputs).
+// Convolutions (2-D, 3-D) and transposed convolutions on oneDNN with the weight packed at build
+// (ops/conv/onednn_conv.cpp), against the JIT: grouped and depthwise, strided, dilated, padded,
+// output-padded, with and without bias, contiguous and channels-last inputs, shapes changing
+// between runs, and what falls back to ATen (another layout, bad inputs).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -101,6 +101,158 @@ def forward(self, x):
   const at::Tensor x = torch::randn({1, 8, 8, 8});
   EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(),
                               at::conv2d(x, module.attr("weight").toTensor()), 1e-4, 1e-4));
+}
+
+// r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
+// (1, 2, 2), 3x3x3 blocks, the strided 1x1x1 downsample; odd sizes, grouped, dilated, no bias.
+TEST(Conv3dOneDnn, EveryArgumentMatchesJit) {
+  const torch::jit::Module module =
+      convModule({{"stem", torch::randn({16, 3, 3, 7, 7}) * 0.1},
+                  {"dense", torch::randn({24, 16, 3, 3, 3}) * 0.1},
+                  {"grouped", torch::randn({24, 4, 3, 3, 3}) * 0.1},
+                  {"pointwise", torch::randn({24, 16, 1, 1, 1}) * 0.2},
+                  {"bias", torch::randn({24})},
+                  {"stem_bias", torch::randn({16})}},
+                 R"JIT(
+def forward(self, x):
+    stem = torch.conv3d(x, self.stem, self.stem_bias, [1, 2, 2], [1, 3, 3])
+    padded = torch.conv3d(stem, self.dense, self.bias, 1, 1)
+    strided = torch.conv3d(stem, self.dense, None, [2, 1, 2], [1, 2, 0], [1, 1, 1], 1)
+    dilated = torch.conv3d(stem, self.dense, self.bias, 1, 2, [1, 2, 2], 1)
+    grouped = torch.conv3d(stem, self.grouped, self.bias, 1, 1, 1, 4)
+    downsample = torch.conv3d(stem, self.pointwise, None, 2)
+    return stem, padded, strided, dilated, grouped, downsample
+)JIT");
+  expectMatchesJit(
+      module,
+      {{{torch::randn({1, 3, 5, 15, 13})}, {}},
+       {{torch::randn({2, 3, 4, 12, 12})}, {}},
+       {{torch::randn({1, 3, 6, 11, 9}).contiguous(at::MemoryFormat::ChannelsLast3d)}, {}},
+       // Neither layout: ATen's result, copied into the planned output.
+       {{torch::randn({1, 3, 4, 10, 9}).transpose(3, 4)}, {}}},
+      {}, 1e-4);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.count("aten::conv3d"), 0u);
+  EXPECT_EQ(kinds.at("srt::packed_conv3d"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+// r3d_18's basic block: conv3d + relu, conv3d + residual add + relu, fused into
+// the convolutions (passes/conv_fusion.cpp) and run as oneDNN post-ops.
+TEST(Conv3dOneDnn, BasicBlockWithFusedEpilogues) {
+  const torch::jit::Module module = convModule({{"w1", torch::randn({8, 8, 3, 3, 3}) * 0.1},
+                                                {"w2", torch::randn({8, 8, 3, 3, 3}) * 0.1},
+                                                {"b1", torch::randn({8})},
+                                                {"b2", torch::randn({8})}},
+                                               R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv3d(x, self.w1, self.b1, 1, 1))
+    return torch.relu(torch.conv3d(y, self.w2, self.b2, 1, 1) + x)
+)JIT");
+  expectMatchesJit(
+      module,
+      {{{torch::randn({1, 8, 4, 7, 7})}, {}},
+       {{torch::randn({2, 8, 3, 6, 5})}, {}},
+       {{torch::randn({1, 8, 4, 6, 6}).contiguous(at::MemoryFormat::ChannelsLast3d)}, {}}},
+      {}, 1e-4);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.count("aten::relu"), 0u);
+  EXPECT_EQ(kinds.count("aten::add"), 0u);
+  EXPECT_EQ(kinds.at("srt::packed_conv3d"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+TEST(Conv3dOneDnn, BadInputsAreAtenErrorsAndTheRuntimeRecovers) {
+  const torch::jit::Module module = convModule({{"weight", torch::randn({8, 4, 3, 3, 3})}}, R"JIT(
+def forward(self, x):
+    return torch.conv3d(x, self.weight, None)
+)JIT");
+  StaticModule prepared(module);
+  StaticRuntime runtime(prepared);
+  EXPECT_THROW(runtime({torch::randn({1, 3, 5, 5, 5})}), c10::Error); // wrong channel count
+  EXPECT_THROW(runtime({torch::randn({1, 4, 2, 5, 5})}), c10::Error); // smaller than the kernel
+  EXPECT_THROW(runtime({torch::randn({1, 4, 5, 5})}), c10::Error);    // 4-D: [C, D, H, W]
+  const at::Tensor x = torch::randn({1, 4, 5, 6, 7});
+  EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(),
+                              at::conv3d(x, module.attr("weight").toTensor()), 1e-4, 1e-4));
+}
+
+// Transposed convolutions (decoders, upsampling, conv_tasnet's 1-D decoder) on oneDNN's
+// deconvolution: PyTorch's [C, OC / groups, k...] weight, output_padding, groups, dilation.
+TEST(ConvTransposeOneDnn, EveryArgumentMatchesJit) {
+  const torch::jit::Module module = convModule({{"dense", torch::randn({16, 12, 3, 3}) * 0.1},
+                                                {"grouped", torch::randn({16, 3, 3, 2}) * 0.1},
+                                                {"upsample", torch::randn({16, 8, 4, 4}) * 0.1},
+                                                {"bias", torch::randn({12})},
+                                                {"small_bias", torch::randn({8})}},
+                                               R"JIT(
+def forward(self, x):
+    plain = torch.conv_transpose2d(x, self.dense, self.bias)
+    padded = torch.conv_transpose2d(x, self.dense, None, 1, 1)
+    strided = torch.conv_transpose2d(x, self.dense, self.bias, [2, 3], [1, 0], [1, 2], 1, 1)
+    dilated = torch.conv_transpose2d(x, self.dense, self.bias, 2, 2, 1, 1, [2, 1])
+    grouped = torch.conv_transpose2d(x, self.grouped, self.bias, 2, [0, 1], 0, 4, 1)
+    upsample = torch.conv_transpose2d(x, self.upsample, self.small_bias, 2, 1)
+    return plain, padded, strided, dilated, grouped, upsample
+)JIT");
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 16, 7, 9})}, {}},
+                    {{torch::randn({2, 16, 5, 4})}, {}},
+                    {{torch::randn({1, 16, 6, 6}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+                    // Neither layout: ATen's result, copied into the planned output.
+                    {{torch::randn({1, 6, 5, 16}).permute({0, 3, 1, 2})}, {}}},
+                   {}, 1e-4);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.at("aten::conv_transpose2d"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+TEST(ConvTransposeOneDnn, ThreeDimensional) {
+  const torch::jit::Module module =
+      convModule({{"weight", torch::randn({8, 3, 3, 2, 3}) * 0.1}, {"bias", torch::randn({6})}},
+                 R"JIT(
+def forward(self, x):
+    return (torch.conv_transpose3d(x, self.weight, self.bias, [1, 2, 2], 1, [0, 1, 1], 2),
+            torch.conv_transpose3d(x, self.weight, None, 1, 0, 0, 2, [2, 1, 1]))
+)JIT");
+  expectMatchesJit(
+      module,
+      {{{torch::randn({1, 8, 3, 5, 4})}, {}},
+       {{torch::randn({2, 8, 4, 3, 3})}, {}},
+       {{torch::randn({1, 8, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast3d)}, {}}},
+      {}, 1e-4);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.at("aten::conv_transpose3d"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+// A traced transposed convolution, aten::_convolution(transposed=True), which freezing turns into
+// conv_transpose2d.
+TEST(ConvTransposeOneDnn, TracedConvolution) {
+  const torch::jit::Module module =
+      convModule({{"weight", torch::randn({8, 6, 3, 3}) * 0.1}, {"bias", torch::randn({6})}},
+                 R"JIT(
+def forward(self, x):
+    return torch._convolution(x, self.weight, self.bias, [2, 2], [1, 1], [1, 1], True, [1, 1], 1,
+                              False, False, True, True)
+)JIT");
+  expectMatchesJit(module, {{{torch::randn({1, 8, 5, 7})}, {}}, {{torch::randn({2, 8, 4, 4})}, {}}},
+                   {}, 1e-4);
+  const StaticModule prepared(module);
+  const auto kinds = kernelKinds(prepared);
+  EXPECT_EQ(kinds.count("aten::_convolution"), 0u) << prepared.graph();
+  EXPECT_EQ(kinds.at("aten::conv_transpose2d"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+TEST(ConvTransposeOneDnn, BadInputsAreAtenErrorsAndTheRuntimeRecovers) {
+  const torch::jit::Module module = convModule({{"weight", torch::randn({8, 4, 3, 3})}}, R"JIT(
+def forward(self, x):
+    return torch.conv_transpose2d(x, self.weight, None, 1, 3)
+)JIT");
+  StaticModule prepared(module);
+  StaticRuntime runtime(prepared);
+  EXPECT_THROW(runtime({torch::randn({1, 4, 5, 5})}), c10::Error); // wrong channel count
+  EXPECT_THROW(runtime({torch::randn({1, 8, 2, 2})}), c10::Error); // empty output
+  const at::Tensor x = torch::randn({1, 8, 6, 7});
+  EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(),
+                              at::conv_transpose2d(x, module.attr("weight").toTensor(), {}, 1, 3),
+                              1e-4, 1e-4));
 }
 
 } // namespace

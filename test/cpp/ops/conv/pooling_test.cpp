@@ -1,5 +1,6 @@
-// conv2d with its weight as an input (native, ops/conv/conv2d.cpp), max_pool2d, avg_pool2d and
-// adaptive_avg_pool2d (out-variant, ops/conv/pooling.cpp), against the JIT.
+// conv2d with its weight as an input (native, ops/conv/convolution.cpp), max_pool2d, avg_pool2d and
+// adaptive_avg_pool2d (out-variant, ops/conv/pooling.cpp), their 3-D forms
+// (ops/conv/pooling3d.cpp), against the JIT.
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
@@ -149,6 +150,56 @@ def forward(self, x, w):
                    {{{torch::randn({1, 3, 16, 16}), torch::randn({8, 3, 3, 3})}},
                     {{torch::randn({4, 3, 12, 10}), torch::randn({8, 3, 3, 3})}}},
                    1e-4);
+}
+
+// r3d_18's global pooling and uneven grids (overlapping windows), on NCDHW, channels_last_3d,
+// unbatched and float64 input.
+TEST(ConvPool, AdaptiveAvgPool3d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.adaptive_avg_pool3d(x, [1, 1, 1]), torch.adaptive_avg_pool3d(x, [2, 3, 4])
+)JIT";
+  expectMatchesJit(source,
+                   {{{torch::randn({1, 3, 4, 8, 8})}},
+                    {{torch::randn({2, 5, 3, 7, 5})}},
+                    {{torch::randn({2, 6, 3, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast3d)}},
+                    {{torch::randn({1, 4, 5, 6, 7}).transpose(2, 4)}},
+                    {{torch::randn({3, 4, 5, 6})}},
+                    {{torch::randn({2, 3, 4, 4, 5}, torch::kFloat64)}}},
+                   1e-5);
+  expectKinds(source, {{"aten::adaptive_avg_pool3d", KernelKind::kOutVariant}});
+}
+
+// A channels_last_3d input keeps its format (what passes/channels_last.cpp counts on), with the
+// values ATen computes.
+TEST(ConvPool, AdaptiveAvgPool3dKeepsChannelsLast) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return torch.adaptive_avg_pool3d(x, [2, 2, 3]) * 1.0
+)JIT"));
+  const at::Tensor x = torch::randn({2, 16, 3, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast3d);
+  for (int run = 0; run < 2; ++run) {
+    const at::Tensor y = module({x}).toTensor();
+    EXPECT_TRUE(torch::allclose(y, at::adaptive_avg_pool3d(x, {2, 2, 3}), 1e-5, 1e-6));
+  }
+}
+
+TEST(ConvPool, AvgAndMaxPool3d) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return (torch.avg_pool3d(x, [2, 2, 2]), torch.avg_pool3d(x, [3, 3, 3], [1, 2, 2], [1, 1, 1], True, False),
+            torch.max_pool3d(x, [2, 2, 2]), torch.max_pool3d(x, [1, 3, 3], [1, 2, 2], [0, 1, 1]),
+            torch.max_pool3d(x, 3, 2, 1, [1, 2, 1], True))
+)JIT";
+  expectMatchesJit(source,
+                   {{{torch::randn({1, 3, 4, 8, 8})}},
+                    {{torch::randn({2, 4, 5, 7, 9})}},
+                    {{torch::randn({2, 3, 4, 6, 7}).contiguous(at::MemoryFormat::ChannelsLast3d)}},
+                    {{torch::randn({3, 4, 6, 6})}}});
+  expectKinds(source, {{"aten::avg_pool3d", KernelKind::kOutVariant},
+                       {"aten::max_pool3d", KernelKind::kOutVariant}});
+  StaticModule module(scriptModule("\ndef forward(self, x):\n    return torch.max_pool3d(x, 5)\n"));
+  EXPECT_THROW(module({torch::randn({1, 2, 4, 4, 4})}), c10::Error); // output would be empty
 }
 
 } // namespace

@@ -87,8 +87,8 @@ def forward(self, x):
                        {"aten::contiguous", KernelKind::kOutVariant}});
 }
 
-// channels_last (what passes/channels_last.cpp inserts before convolutions) copies into the
-// node's own tensor with NHWC strides; channels_last_3d is left to the JIT.
+// channels_last and channels_last_3d (what passes/channels_last.cpp inserts before 2-D and 3-D
+// convolutions) copy into the node's own tensor with NHWC / NDHWC strides.
 TEST(Conversions, ChannelsLast) {
   const char* source = R"JIT(
 def forward(self, x):
@@ -103,11 +103,23 @@ def forward(self, x):
   for (const c10::IValue& output : outputs.toTupleRef().elements()) {
     EXPECT_TRUE(output.toTensor().is_contiguous(at::MemoryFormat::ChannelsLast));
   }
-  expectKinds(R"JIT(
+}
+
+TEST(Conversions, ChannelsLast3d) {
+  const char* source = R"JIT(
 def forward(self, x):
     return x.contiguous(memory_format=3)
-)JIT",
-              {{"aten::contiguous", KernelKind::kFallback}});
+)JIT";
+  expectKinds(source, {{"aten::contiguous", KernelKind::kOutVariant}});
+  expectMatchesJit(source, {{{torch::randn({1, 3, 2, 4, 5})}}, {{torch::randn({2, 2, 3, 1, 3})}}});
+  StaticModule module(scriptModule(source));
+  for (int run = 0; run < 2; ++run) {
+    const at::Tensor x = torch::randn({2, 3, 4, 5, 6});
+    const at::Tensor y = module({x}).toTensor();
+    EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast3d));
+    EXPECT_TRUE(torch::equal(y, x));
+  }
+  EXPECT_THROW(module({torch::randn({2, 3, 4, 5})}), c10::Error); // 4-D, as ATen refuses it
 }
 
 // memory_format=preserve (the default of to, type_as and clone) keeps a dense input's strides, as

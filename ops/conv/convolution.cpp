@@ -1,6 +1,6 @@
-// aten::conv2d, srt::fused_conv2d (a convolution, a residual added to it, an activation; the
-// conv_fusion pass makes them) and srt::packed_conv2d (the same on a weight packed at build by
-// the conv_weight_packing pass).
+// aten::conv2d and aten::conv3d, srt::fused_conv2d/3d (a convolution, a residual added to it, an
+// activation; the conv_fusion pass makes them) and srt::packed_conv2d/3d (the same on a weight
+// packed at build by the conv_weight_packing pass): one kernel for both ranks.
 //
 // Every convolution with a constant float32 weight runs on oneDNN with the weight packed once
 // (ops/conv/onednn_conv.h). That includes the stems and heads of small CNNs, which an im2col +
@@ -17,7 +17,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/library.h>
 
-#include "ops/conv/conv2d.h"
+#include "ops/conv/convolution.h"
 #include "ops/conv/onednn_conv.h"
 #include "ops/conv/packed_conv.h"
 #include "ops/core/inference_dispatch.h"
@@ -36,6 +36,13 @@ constexpr const char* kConv2dSchema =
 constexpr const char* kFusedConv2dSchema =
     "srt::fused_conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, "
     "int[2] dilation, int groups, Tensor? residual, str activation, Scalar act_a, Scalar act_b) "
+    "-> Tensor";
+constexpr const char* kConv3dSchema =
+    "aten::conv3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, "
+    "int[3] padding=0, int[3] dilation=1, int groups=1) -> Tensor";
+constexpr const char* kFusedConv3dSchema =
+    "srt::fused_conv3d(Tensor input, Tensor weight, Tensor? bias, int[3] stride, int[3] padding, "
+    "int[3] dilation, int groups, Tensor? residual, str activation, Scalar act_a, Scalar act_b) "
     "-> Tensor";
 
 // Inputs of both ops; the fused one has these after the first seven.
@@ -89,15 +96,17 @@ const ConvActivation* findActivation(c10::string_view name) {
 
 } // namespace
 
-// What the JIT runs for srt::fused_conv2d, and what we run for what the kernels do not cover: the
-// ops the node replaced, in their order.
-at::Tensor fusedConv2dReference(const at::Tensor& input, const at::Tensor& weight,
-                                const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                                const c10::optional<at::Tensor>& residual,
-                                c10::string_view activation, const at::Scalar& act_a,
-                                const at::Scalar& act_b) {
-  at::Tensor y = at::conv2d(input, weight, bias, stride, padding, dilation, groups);
+// What the JIT runs for srt::fused_conv2d/3d, and what we run for what the kernels do not cover:
+// the ops the node replaced, in their order.
+at::Tensor fusedConvReference(const at::Tensor& input, const at::Tensor& weight,
+                              const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                              at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                              const c10::optional<at::Tensor>& residual,
+                              c10::string_view activation, const at::Scalar& act_a,
+                              const at::Scalar& act_b) {
+  at::Tensor y = weight.dim() == 5
+                     ? at::conv3d(input, weight, bias, stride, padding, dilation, groups)
+                     : at::conv2d(input, weight, bias, stride, padding, dilation, groups);
   if (residual) {
     y = at::add(y, *residual);
   }
@@ -105,14 +114,14 @@ at::Tensor fusedConv2dReference(const at::Tensor& input, const at::Tensor& weigh
     return y;
   }
   const ConvActivation* found = findActivation(activation);
-  TORCH_CHECK(found != nullptr, "srt::fused_conv2d: unknown activation '", std::string(activation),
-              "'");
+  TORCH_CHECK(found != nullptr, "srt::fused_conv", weight.dim() - 2, "d: unknown activation '",
+              std::string(activation), "'");
   return found->aten(y, act_a, act_b);
 }
 
 TORCH_LIBRARY_FRAGMENT(srt, m) {
-  m.def(torch::schema(kFusedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
-        fusedConv2dReference);
+  m.def(torch::schema(kFusedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA), fusedConvReference);
+  m.def(torch::schema(kFusedConv3dSchema, c10::AliasAnalysisKind::FROM_SCHEMA), fusedConvReference);
 }
 
 namespace {
@@ -121,16 +130,26 @@ c10::optional<at::Tensor> optionalTensor(const c10::IValue& value) {
   return value.isNone() ? c10::nullopt : c10::optional<at::Tensor>(value.toTensor());
 }
 
-at::Tensor atenConv2d(ProcessedNode& p) {
+// aten::conv2d or aten::conv3d (by the node's op: a weight given at run time may have any rank,
+// and the node must fail as the JIT's would).
+template <int SpatialDims> at::Tensor atenConv(ProcessedNode& p) {
   const InferenceDispatch below_autograd;
-  return at::native::conv2d(p.input(kInput).toTensor(), p.input(kWeight).toTensor(),
-                            optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
-                            p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(),
-                            p.input(kGroups).toInt());
+  const at::Tensor& input = p.input(kInput).toTensor();
+  const at::Tensor& weight = p.input(kWeight).toTensor();
+  const c10::optional<at::Tensor> bias = optionalTensor(p.input(kBias));
+  const at::DimVector stride = p.input(kStride).toDimVector();
+  const at::DimVector padding = p.input(kPadding).toDimVector();
+  const at::DimVector dilation = p.input(kDilation).toDimVector();
+  const int64_t groups = p.input(kGroups).toInt();
+  if constexpr (SpatialDims == 3) {
+    return at::native::conv3d(input, weight, bias, stride, padding, dilation, groups);
+  } else {
+    return at::native::conv2d(input, weight, bias, stride, padding, dilation, groups);
+  }
 }
 
-void nativeConv2d(ProcessedNode& p) {
-  p.output(0) = atenConv2d(p);
+template <int SpatialDims> void nativeConv(ProcessedNode& p) {
+  p.output(0) = atenConv<SpatialDims>(p);
 }
 
 // ATen's result for the node (either op), copied into the node's output so the memory planner
@@ -140,59 +159,65 @@ void referenceIntoOutput(ProcessedNode& p) {
   at::Tensor result;
   const InferenceDispatch below_autograd;
   if (p.input(kWeight).isCustomClass()) {
-    result = packedConv2dReference(
+    result = packedConvReference(
         p.input(kInput).toTensor(), p.input(kWeight).toCustomClass<PackedConvWeight>(),
         optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
         p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(), p.input(kGroups).toInt(),
         optionalTensor(p.input(kResidual)), p.input(kActivation).toStringRef(),
         p.input(kActA).toScalar(), p.input(kActB).toScalar());
   } else if (p.numInputs() > kResidual) {
-    result = fusedConv2dReference(p.input(kInput).toTensor(), p.input(kWeight).toTensor(),
-                                  optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
-                                  p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(),
-                                  p.input(kGroups).toInt(), optionalTensor(p.input(kResidual)),
-                                  p.input(kActivation).toStringRef(), p.input(kActA).toScalar(),
-                                  p.input(kActB).toScalar());
+    result = fusedConvReference(p.input(kInput).toTensor(), p.input(kWeight).toTensor(),
+                                optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
+                                p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(),
+                                p.input(kGroups).toInt(), optionalTensor(p.input(kResidual)),
+                                p.input(kActivation).toStringRef(), p.input(kActA).toScalar(),
+                                p.input(kActB).toScalar());
+  } else if (p.input(kWeight).toTensor().dim() == 5) { // constant: the factory packed it as 3-D
+    result = atenConv<3>(p);
   } else {
-    result = atenConv2d(p);
+    result = atenConv<2>(p);
   }
   at::Tensor& out = outputTensorLike(p, 0, result);
   at::native::resize_(out, result.sizes());
   out.copy_(result);
 }
 
-// A constant int list or int argument of the node, as aten::conv2d reads int[2] (one value for
-// both dimensions).
-std::optional<std::pair<int64_t, int64_t>> constantPair(const torch::jit::Value* value) {
+// A constant int list argument of the node, as aten::conv2d reads int[2] (one value for every
+// dimension, or one per dimension).
+std::optional<std::vector<int64_t>> constantList(const torch::jit::Value* value, int dims) {
   const auto list = torch::jit::toIValue(value);
   if (!list || !list->isIntList()) {
     return std::nullopt;
   }
-  const std::vector<int64_t> values = list->toIntVector();
-  if (values.empty() || values.size() > 2) {
+  std::vector<int64_t> values = list->toIntVector();
+  if (values.size() == 1) {
+    values.resize(dims, values.front());
+  }
+  if (values.size() != static_cast<size_t>(dims)) {
     return std::nullopt;
   }
-  return std::make_pair(values.front(), values.back());
+  return values;
 }
 
 // The node's constant convolution arguments, or std::nullopt (then ATen runs it).
-std::optional<ConvArguments> constantArguments(const torch::jit::Node* node) {
-  const auto stride = constantPair(node->input(kStride));
-  const auto padding = constantPair(node->input(kPadding));
-  const auto dilation = constantPair(node->input(kDilation));
+std::optional<ConvArguments> constantArguments(const torch::jit::Node* node, int spatial_dims) {
+  const auto stride = constantList(node->input(kStride), spatial_dims);
+  const auto padding = constantList(node->input(kPadding), spatial_dims);
+  const auto dilation = constantList(node->input(kDilation), spatial_dims);
   const auto groups = torch::jit::constant_as<int64_t>(node->input(kGroups));
-  if (!stride || !padding || !dilation || !groups || stride->first <= 0 || stride->second <= 0 ||
-      padding->first < 0 || padding->second < 0 || dilation->first <= 0 || dilation->second <= 0 ||
-      *groups <= 0) {
+  if (!stride || !padding || !dilation || !groups || *groups <= 0) {
     return std::nullopt;
   }
   ConvArguments arguments;
-  arguments.stride[0] = stride->first;
-  arguments.stride[1] = stride->second;
-  arguments.padding[0] = padding->first;
-  arguments.padding[1] = padding->second;
-  arguments.dilation[0] = dilation->first;
-  arguments.dilation[1] = dilation->second;
+  arguments.spatial_dims = spatial_dims;
+  for (int i = 0; i < spatial_dims; ++i) {
+    if ((*stride)[i] <= 0 || (*padding)[i] < 0 || (*dilation)[i] <= 0) {
+      return std::nullopt;
+    }
+    arguments.stride[i] = (*stride)[i];
+    arguments.padding[i] = (*padding)[i];
+    arguments.dilation[i] = (*dilation)[i];
+  }
   arguments.groups = *groups;
   return arguments;
 }
@@ -202,7 +227,7 @@ std::optional<ConvArguments> constantArguments(const torch::jit::Node* node) {
 std::optional<ConvEpilogue> constantEpilogue(const torch::jit::Node* node) {
   ConvEpilogue epilogue;
   if (node->inputs().size() <= kResidual) {
-    return epilogue; // aten::conv2d
+    return epilogue; // aten::conv2d/conv3d
   }
   const c10::TypePtr& residual = node->input(kResidual)->type();
   if (residual->kind() != c10::TypeKind::NoneType &&
@@ -236,24 +261,16 @@ std::optional<ConvEpilogue> constantEpilogue(const torch::jit::Node* node) {
   return epilogue;
 }
 
-// srt::packed_conv2d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
-std::optional<KernelFunction> packedConv2dKernel(const torch::jit::Node* node) {
+// srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
+std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int spatial_dims) {
   const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
-  const std::optional<ConvArguments> arguments = constantArguments(node);
+  const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
   const std::optional<ConvEpilogue> epilogue = constantEpilogue(node);
   if (!weight || !weight->isCustomClass() || !arguments || !epilogue) {
     return std::nullopt;
   }
   const auto packed = weight->toCustomClass<PackedConvWeight>();
-  const ConvArguments& packed_arguments = convArguments(*packed->packed);
-  for (int i = 0; i < 2; ++i) {
-    if (packed_arguments.stride[i] != arguments->stride[i] ||
-        packed_arguments.padding[i] != arguments->padding[i] ||
-        packed_arguments.dilation[i] != arguments->dilation[i]) {
-      return std::nullopt;
-    }
-  }
-  if (packed_arguments.groups != arguments->groups) {
+  if (!(convArguments(*packed->packed) == *arguments)) {
     return std::nullopt;
   }
   return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, referenceIntoOutput);
@@ -261,34 +278,38 @@ std::optional<KernelFunction> packedConv2dKernel(const torch::jit::Node* node) {
 
 // Every convolution with a constant weight runs on oneDNN with the weight packed now (when
 // passes/conv_weight_packing.cpp has not packed it already). A weight that is not constant, or
-// arguments that are not, decline (ATen's kernel, or the JIT operator of srt::fused_conv2d, runs
-// them).
-std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
-                                            const KernelOptions& options) {
+// arguments that are not, decline (ATen's kernel, or the JIT operator of srt::fused_conv2d/3d,
+// runs them).
+std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
+                                          const KernelOptions& options) {
   if (!options.enable_out_variant) {
     return std::nullopt;
   }
   if (node->matches(kPackedConv2dSchema)) {
-    return packedConv2dKernel(node);
+    return packedConvKernel(node, 2);
   }
-  if (!(node->matches(kConv2dSchema) || node->matches(kFusedConv2dSchema))) {
+  if (node->matches(kPackedConv3dSchema)) {
+    return packedConvKernel(node, 3);
+  }
+  int spatial_dims = 0;
+  if (node->matches(kConv2dSchema) || node->matches(kFusedConv2dSchema)) {
+    spatial_dims = 2;
+  } else if (node->matches(kConv3dSchema) || node->matches(kFusedConv3dSchema)) {
+    spatial_dims = 3;
+  } else {
     return std::nullopt;
   }
   const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
   const std::optional<c10::IValue> bias = torch::jit::toIValue(node->input(kBias));
-  const std::optional<ConvArguments> arguments = constantArguments(node);
+  const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
   const std::optional<ConvEpilogue> epilogue = constantEpilogue(node);
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) ||
       !arguments || !epilogue) {
     return std::nullopt;
   }
-  const at::Tensor& w = weight->toTensor();
-  const at::Tensor b = bias->isNone() ? at::Tensor() : bias->toTensor();
-  if (w.scalar_type() != at::kFloat || w.dim() != 4 || !w.device().is_cpu() || w.numel() == 0 ||
-      (b.defined() && (b.scalar_type() != at::kFloat || b.dim() != 1 || b.size(0) != w.size(0)))) {
-    return std::nullopt;
-  }
-  auto packed = packConvWeight(w, b, *arguments);
+  // packConvWeight declines weights and biases it cannot take (nullptr).
+  auto packed = packConvWeight(weight->toTensor(), bias->isNone() ? at::Tensor() : bias->toTensor(),
+                               *arguments);
   if (packed == nullptr) {
     return std::nullopt;
   }
@@ -297,9 +318,13 @@ std::optional<KernelFunction> conv2dFactory(const torch::jit::Node* node,
 
 } // namespace
 
-SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, conv2dFactory);
-SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeConv2d));
-SRT_REGISTER_KERNEL("srt::fused_conv2d", kOutVariant, conv2dFactory);
-SRT_REGISTER_KERNEL("srt::packed_conv2d", kOutVariant, conv2dFactory);
+SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeConv<2>));
+SRT_REGISTER_KERNEL("srt::fused_conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("srt::packed_conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("aten::conv3d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("aten::conv3d", kNative, whenMatches(kConv3dSchema, nativeConv<3>));
+SRT_REGISTER_KERNEL("srt::fused_conv3d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("srt::packed_conv3d", kOutVariant, convFactory);
 
 } // namespace srt::ops

@@ -1,0 +1,20 @@
+// What srt::packed_conv2d/3d (ops/conv/packed_conv.cpp) shares with the convolution kernels.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/string_view.h>
+
+namespace srt::ops {
+
+// srt::fused_conv2d/3d as ATen computes them: conv2d or conv3d (by the weight's rank), then the
+// residual added, then the activation ("none", or one of the activation names conv_fusion emits).
+at::Tensor fusedConvReference(const at::Tensor& input, const at::Tensor& weight,
+                              const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                              at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                              const c10::optional<at::Tensor>& residual,
+                              c10::string_view activation, const at::Scalar& act_a,
+                              const at::Scalar& act_b);
+
+} // namespace srt::ops
