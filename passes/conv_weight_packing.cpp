@@ -99,8 +99,8 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* conv, int dims,
   }
   const char* op = dims == 3 ? "srt::packed_conv3d" : "srt::packed_conv2d";
   Node* packed_conv = graph.insertNode(graph.create(c10::Symbol::fromQualString(op), inputs, 1));
-  packed_conv->setSourceRange(conv->sourceRange());
-  packed_conv->output()->setType(conv->output()->type());
+  packed_conv->copyMetadata(conv); // source range, inlined call stack, scope: for error messages
+  packed_conv->output()->copyMetadata(conv->output());
   conv->output()->replaceAllUsesWith(packed_conv->output());
   conv->destroy();
 }

@@ -97,8 +97,7 @@ void replaceWithLinear(Node* replaced, Value* input, const at::Tensor& weight, V
                      bias ? bias : graph.insertConstant(c10::IValue())};
   Node* linear = graph.insertNode(graph.create(c10::aten::linear, inputs));
   linear->output()->setType(c10::TensorType::get());
-  linear->setSourceRange(replaced->sourceRange());
-  linear->setScope(replaced->scope());
+  linear->copyMetadata(replaced); // source range, inlined call stack, scope: for error messages
   replaced->output()->replaceAllUsesWith(linear->output());
 }
 

@@ -89,8 +89,8 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* node,
   }
   const c10::Symbol kind = node->kind() == kLinear ? kFusedLinear : node->kind();
   Node* packed_node = graph.insertNode(graph.create(kind, inputs, 1));
-  packed_node->setSourceRange(node->sourceRange());
-  packed_node->output()->setType(node->output()->type());
+  packed_node->copyMetadata(node); // source range, inlined call stack, scope: for error messages
+  packed_node->output()->copyMetadata(node->output());
   node->output()->replaceAllUsesWith(packed_node->output());
   node->destroy();
 }

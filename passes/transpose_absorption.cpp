@@ -160,8 +160,7 @@ bool absorbInto(Node* gemm) {
                      graph.insertConstant(std::string(gemmName(gemm)))};
   Node* fused = graph.insertNode(graph.create(c10::Symbol::fromQualString("srt::gemm"), inputs));
   fused->output()->setType(c10::TensorType::get());
-  fused->setSourceRange(gemm->sourceRange());
-  fused->setScope(gemm->scope());
+  fused->copyMetadata(gemm); // source range, inlined call stack, scope: for error messages
   Node* last = scale ? scale->user : gemm;
   fused->output()->copyMetadata(last->output());
   last->output()->replaceAllUsesWith(fused->output());

@@ -126,7 +126,10 @@ def test_kernel_failure_names_node_and_source_line(guarded, check_still_works, x
     with pytest.raises(RuntimeError) as error:
         module(x)
     message = _message(error)
-    assert "aten::linear" in message
+    # The node as it runs (weight packing made the Linear an srt::fused_linear), then the source
+    # the user wrote.
+    assert "srt::fused_linear" in message
+    assert "F.linear(input, self.weight, self.bias)" in message
     assert detail in message
     # The model's own line (the call into the Linear), as TorchScript records it.
     assert f"{pathlib.Path(__file__).name}:{_line_of('FC_LINE')}" in message, message
