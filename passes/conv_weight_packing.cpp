@@ -3,6 +3,7 @@
 // (ops/conv/packed_conv.h). The plain weight constants then have no use left and the dead-code pass
 // drops them: a module holds its convolution weights once, in the layout its kernels read
 // (resnet18: 45 MB instead of 90).
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -114,13 +115,44 @@ bool packConvWeights(GraphPtr& graph) {
       convolutions.push_back(node);
     }
   }
+  // A layer applied more than once (the same weight and bias constants, the same arguments)
+  // shares one packed weight.
+  struct PackedLayer {
+    int dims;
+    std::vector<c10::IValue> arguments; // the weight, bias, stride, padding, dilation, groups
+    c10::intrusive_ptr<ops::PackedConvWeight> packed;
+  };
+  const auto layerArguments = [](const Node* conv) {
+    std::vector<c10::IValue> arguments;
+    for (size_t i = 1; i < 7; ++i) {
+      arguments.push_back(torch::jit::toIValue(conv->input(i)).value_or(c10::IValue()));
+    }
+    return arguments;
+  };
+  const auto same = [](const c10::IValue& a, const c10::IValue& b) {
+    return a.isTensor() ? b.isTensor() && a.toTensor().is_same(b.toTensor()) : a == b;
+  };
+  std::vector<PackedLayer> layers;
   bool changed = false;
   for (Node* conv : convolutions) {
     const int dims = convolutionDims(conv);
-    if (const auto packed = packedWeightFor(conv, dims)) {
-      replaceWithPacked(*graph, conv, dims, packed);
-      changed = true;
+    const std::vector<c10::IValue> arguments = layerArguments(conv);
+    c10::intrusive_ptr<ops::PackedConvWeight> packed;
+    for (const PackedLayer& layer : layers) {
+      if (layer.dims == dims &&
+          std::equal(arguments.begin(), arguments.end(), layer.arguments.begin(), same)) {
+        packed = layer.packed;
+      }
     }
+    if (!packed) {
+      packed = packedWeightFor(conv, dims);
+      if (!packed) {
+        continue;
+      }
+      layers.push_back({dims, arguments, packed});
+    }
+    replaceWithPacked(*graph, conv, dims, packed);
+    changed = true;
   }
   return changed;
 }

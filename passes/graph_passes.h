@@ -60,6 +60,10 @@ bool useChannelsLast(GraphPtr& graph);
 // weight packed for oneDNN; the plain weight constants become dead (conv_weight_packing.cpp).
 bool packConvWeights(GraphPtr& graph);
 
+// srt::packed_conv2d whose convolution oneDNN's Winograd computes faster -> the same node on a
+// constant packed for Winograd (conv_winograd.cpp).
+bool useWinogradConvolutions(GraphPtr& graph);
+
 // aten::linear / srt::fused_linear with a constant weight -> srt::fused_linear.packed on one
 // constant holding the weight packed for oneDNN; the plain weight constants become dead
 // (linear_weight_packing.cpp).

@@ -64,6 +64,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After channels_last and every pass that reads convolutions (they see plain weights);
       // before dead_code, which drops the plain weight constants it leaves unused.
       {"conv_weight_packing", packConvWeights},
+      // After conv_weight_packing (repacks its constants); before dead_code, which drops the
+      // direct-packed constants it leaves unused.
+      {"conv_winograd", useWinogradConvolutions},
       // After every pass that makes or reads linear layers (fusions see plain weights); before
       // dead_code, which drops the plain weight constants it leaves unused.
       {"linear_weight_packing", packLinearWeights},

@@ -96,6 +96,43 @@ const ConvActivation* findActivation(c10::string_view name) {
 
 } // namespace
 
+std::optional<ConvEpilogue> constantConvEpilogue(const torch::jit::Node* node) {
+  ConvEpilogue epilogue;
+  if (node->inputs().size() <= kResidual) {
+    return epilogue; // aten::conv2d/conv3d
+  }
+  const c10::TypePtr& residual = node->input(kResidual)->type();
+  if (residual->kind() != c10::TypeKind::NoneType &&
+      !residual->isSubtypeOf(*c10::TensorType::get())) {
+    return std::nullopt;
+  }
+  epilogue.has_residual = residual->kind() != c10::TypeKind::NoneType;
+  const auto name = torch::jit::constant_as<std::string>(node->input(kActivation));
+  const auto a = torch::jit::toIValue(node->input(kActA));
+  const auto b = torch::jit::toIValue(node->input(kActB));
+  if (!name || !a || !b || !a->isScalar() || !b->isScalar() || a->toScalar().isComplex() ||
+      b->toScalar().isComplex()) {
+    return std::nullopt;
+  }
+  if (*name == "none") {
+    return epilogue;
+  }
+  const ConvActivation* activation = findActivation(*name);
+  if (activation == nullptr) {
+    return std::nullopt;
+  }
+  epilogue.activation = activation->formula;
+  epilogue.params = {static_cast<float>(a->toScalar().toDouble()),
+                     static_cast<float>(b->toScalar().toDouble())};
+  if (activation->parameters < 2) {
+    epilogue.params.b = 0.f;
+  }
+  if (activation->parameters < 1) {
+    epilogue.params.a = 0.f;
+  }
+  return epilogue;
+}
+
 // What the JIT runs for srt::fused_conv2d/3d, and what we run for what the kernels do not cover:
 // the ops the node replaced, in their order.
 at::Tensor fusedConvReference(const at::Tensor& input, const at::Tensor& weight,
@@ -222,50 +259,11 @@ std::optional<ConvArguments> constantArguments(const torch::jit::Node* node, int
   return arguments;
 }
 
-// srt::fused_conv2d's epilogue from its constant arguments, or std::nullopt when they are not
-// constants or the residual may or may not be None at run time (the JIT operator then runs it).
-std::optional<ConvEpilogue> constantEpilogue(const torch::jit::Node* node) {
-  ConvEpilogue epilogue;
-  if (node->inputs().size() <= kResidual) {
-    return epilogue; // aten::conv2d/conv3d
-  }
-  const c10::TypePtr& residual = node->input(kResidual)->type();
-  if (residual->kind() != c10::TypeKind::NoneType &&
-      !residual->isSubtypeOf(*c10::TensorType::get())) {
-    return std::nullopt;
-  }
-  epilogue.has_residual = residual->kind() != c10::TypeKind::NoneType;
-  const auto name = torch::jit::constant_as<std::string>(node->input(kActivation));
-  const auto a = torch::jit::toIValue(node->input(kActA));
-  const auto b = torch::jit::toIValue(node->input(kActB));
-  if (!name || !a || !b || !a->isScalar() || !b->isScalar() || a->toScalar().isComplex() ||
-      b->toScalar().isComplex()) {
-    return std::nullopt;
-  }
-  if (*name == "none") {
-    return epilogue;
-  }
-  const ConvActivation* activation = findActivation(*name);
-  if (activation == nullptr) {
-    return std::nullopt;
-  }
-  epilogue.activation = activation->formula;
-  epilogue.params = {static_cast<float>(a->toScalar().toDouble()),
-                     static_cast<float>(b->toScalar().toDouble())};
-  if (activation->parameters < 2) {
-    epilogue.params.b = 0.f;
-  }
-  if (activation->parameters < 1) {
-    epilogue.params.a = 0.f;
-  }
-  return epilogue;
-}
-
 // srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
 std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int spatial_dims) {
   const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
   const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
-  const std::optional<ConvEpilogue> epilogue = constantEpilogue(node);
+  const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
   if (!weight || !weight->isCustomClass() || !arguments || !epilogue) {
     return std::nullopt;
   }
@@ -302,7 +300,7 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
   const std::optional<c10::IValue> bias = torch::jit::toIValue(node->input(kBias));
   const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
-  const std::optional<ConvEpilogue> epilogue = constantEpilogue(node);
+  const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) ||
       !arguments || !epilogue) {
     return std::nullopt;

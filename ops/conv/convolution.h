@@ -3,8 +3,16 @@
 
 #include <cstdint>
 
+#include <optional>
+
 #include <ATen/core/Tensor.h>
 #include <c10/util/string_view.h>
+
+#include "ops/conv/onednn_conv.h"
+
+namespace torch::jit {
+struct Node;
+} // namespace torch::jit
 
 namespace srt::ops {
 
@@ -16,5 +24,10 @@ at::Tensor fusedConvReference(const at::Tensor& input, const at::Tensor& weight,
                               const c10::optional<at::Tensor>& residual,
                               c10::string_view activation, const at::Scalar& act_a,
                               const at::Scalar& act_b);
+
+// The epilogue of aten::conv2d/3d (none) or srt::fused_conv2d/3d and srt::packed_conv2d/3d (from
+// their constant residual, activation and parameters); std::nullopt when they are not constants
+// or the residual may or may not be None at run time (the JIT operator then runs the node).
+std::optional<ConvEpilogue> constantConvEpilogue(const torch::jit::Node* node);
 
 } // namespace srt::ops

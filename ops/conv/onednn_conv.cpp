@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -17,13 +18,14 @@ namespace srt::ops {
 
 struct OneDnnConvWeight {
   ConvArguments arguments;
+  ConvAlgorithm algorithm = ConvAlgorithm::kDirect;
   int64_t out_channels = 0;
   int64_t in_channels = 0;                  // of the input, all groups
   int64_t kernel[kMaxConvSpatialDims] = {}; // spatial_dims of them
-  dnnl::memory::desc desc;                  // the packed layout
+  dnnl::memory::desc desc;                  // the packed layout, for `algorithm`
   // desc.get_size() bytes: the only copy once passes/conv_weight_packing.cpp has taken the
   // plain weight out of the graph. Shapes whose primitive wants another layout, and the
-  // reference path, reorder from it.
+  // reference path, reorder (or, from Winograd's layout, unpack) from it.
   at::Tensor storage;
   at::Tensor bias; // [OC] float32 contiguous, or undefined
 };
@@ -109,6 +111,13 @@ int64_t outputSize(int64_t in, int64_t kernel, const ConvArguments& a, int dim) 
   }
   const int64_t padded = in + 2 * a.padding[dim];
   return padded < span ? 0 : (padded - span) / a.stride[dim] + 1;
+}
+
+// [N, C, spatial...] as oneDNN dims.
+Dims activationDims(int64_t batch, int64_t channels, const int64_t* sizes, int spatial_dims) {
+  Dims dims{batch, channels};
+  dims.insert(dims.end(), sizes, sizes + spatial_dims);
+  return dims;
 }
 
 memory::format_tag activationTag(int spatial_dims, bool channels_last) {
@@ -224,11 +233,11 @@ dnnl::primitive_attr attributes(const ConvEpilogue& epilogue) {
   return attr;
 }
 
-// The primitive for these memory descriptors (any of them may be format any); throws dnnl::error
-// when oneDNN has none.
+// The primitive for these memory descriptors (any of them may be format any) computing by
+// `algorithm` (transposed convolutions: direct); throws dnnl::error when oneDNN has none.
 dnnl::primitive_desc primitiveDesc(const OneDnnConvWeight& w, const memory::desc& src,
                                    const memory::desc& weights, const memory::desc& dst,
-                                   const dnnl::primitive_attr& attr) {
+                                   const dnnl::primitive_attr& attr, ConvAlgorithm algorithm) {
   const ConvArguments& a = w.arguments;
   const Dims strides = spatial(a.stride, a.spatial_dims);
   const Dims padding_l = spatial(a.padding, a.spatial_dims);
@@ -252,20 +261,153 @@ dnnl::primitive_desc primitiveDesc(const OneDnnConvWeight& w, const memory::desc
                                   attr, oneDnnEngine());
   }
   using Conv = dnnl::convolution_forward;
-  const auto direct = dnnl::algorithm::convolution_direct;
+  const auto how = algorithm == ConvAlgorithm::kWinograd ? dnnl::algorithm::convolution_winograd
+                                                         : dnnl::algorithm::convolution_direct;
   return Conv::primitive_desc(w.bias.defined()
-                                  ? Conv::desc(inference, direct, src, weights, bias, dst, strides,
+                                  ? Conv::desc(inference, how, src, weights, bias, dst, strides,
                                                dilations(a), padding_l, padding_r)
-                                  : Conv::desc(inference, direct, src, weights, dst, strides,
+                                  : Conv::desc(inference, how, src, weights, dst, strides,
                                                dilations(a), padding_l, padding_r),
                               attr, oneDnnEngine());
 }
 
-// [N, C, spatial...] as oneDNN dims.
-Dims activationDims(int64_t batch, int64_t channels, const int64_t* sizes, int spatial_dims) {
-  Dims dims{batch, channels};
-  dims.insert(dims.end(), sizes, sizes + spatial_dims);
-  return dims;
+// The image a weight's layout is chosen for: [1, C, 32, 32] (3-D: [1, C, 16, 16, 16]), or the
+// kernel's span where that is larger, and the convolution's output on it.
+struct RepresentativeImage {
+  int64_t side[kMaxConvSpatialDims] = {};
+  int64_t out[kMaxConvSpatialDims] = {};
+};
+
+RepresentativeImage representativeImage(const OneDnnConvWeight& w) {
+  const ConvArguments& a = w.arguments;
+  RepresentativeImage image;
+  for (int i = 0; i < a.spatial_dims; ++i) {
+    image.side[i] =
+        std::max<int64_t>(a.spatial_dims == 3 ? 16 : 32, a.dilation[i] * (w.kernel[i] - 1) + 1);
+    image.out[i] = outputSize(image.side[i], w.kernel[i], a, i);
+  }
+  return image;
+}
+
+// The primitive of `algorithm` on the representative image, weights in `weights` (may be format
+// any). Throws dnnl::error when oneDNN has no such convolution.
+dnnl::primitive_desc representativePrimitive(const OneDnnConvWeight& w, const memory::desc& weights,
+                                             const dnnl::primitive_attr& attr,
+                                             ConvAlgorithm algorithm) {
+  const int dims = w.arguments.spatial_dims;
+  const RepresentativeImage image = representativeImage(w);
+  const memory::desc src(activationDims(1, w.in_channels, image.side, dims), kF32,
+                         memory::format_tag::any);
+  const memory::desc dst(activationDims(1, w.out_channels, image.out, dims), kF32,
+                         memory::format_tag::any);
+  return primitiveDesc(w, src, weights, dst, attr, algorithm);
+}
+
+// The layout `algorithm`'s primitive picks for the weight. For the direct algorithm it depends on
+// the channels, the kernel and the instruction set, not on the image; Winograd's also depends on
+// the image (its blocking), and the representative one's suits resnet-sized layers (56x56,
+// 28x28). A shape whose primitive wants another layout repacks for itself
+// (OneDnnConvState::repacked). Throws dnnl::error when oneDNN has no such convolution.
+memory::desc preferredWeightDesc(const OneDnnConvWeight& w, const dnnl::primitive_attr& attr,
+                                 ConvAlgorithm algorithm) {
+  return representativePrimitive(w, memory::desc(weightDims(w), kF32, memory::format_tag::any),
+                                 attr, algorithm)
+      .weights_desc(0);
+}
+
+// oneDNN has no reorder out of its Winograd weight layouts, and only primitives on the image the
+// layout was chosen for read it: the weight is read back by convolving unit impulses on that
+// image. An impulse at (y, x) of input channel c (bias zero) makes output
+// (y + padding - ky, x + padding - kx) weight[:, c, ky, kx]; impulses 3 pixels apart do not
+// overlap, so one run reads up to 100 channels. Exact but for the rounding of the tile
+// transforms (a few ulp).
+at::Tensor unpackWinogradWeight(const OneDnnConvWeight& w) {
+  const int64_t ic = w.in_channels;
+  const int64_t oc = w.out_channels;
+  const RepresentativeImage image = representativeImage(w);
+  const dnnl::primitive_desc pd =
+      representativePrimitive(w, w.desc, dnnl::primitive_attr(), ConvAlgorithm::kWinograd);
+  const dnnl::engine& engine = oneDnnEngine();
+  const memory::desc src_plain(activationDims(1, ic, image.side, 2), kF32,
+                               memory::format_tag::nchw);
+  const memory::desc dst_plain(activationDims(1, oc, image.out, 2), kF32, memory::format_tag::nchw);
+  memory src(pd.src_desc(0), engine);
+  memory dst(pd.dst_desc(0), engine);
+  memory weights(w.desc, engine, w.storage.data_ptr());
+  const at::Tensor zero_bias = at::zeros({oc}, at::kFloat);
+  memory bias(memory::desc({oc}, kF32, memory::format_tag::x), engine, zero_bias.data_ptr());
+  dnnl::primitive conv(pd);
+  dnnl::stream stream(engine);
+
+  const int64_t pad_y = w.arguments.padding[0];
+  const int64_t pad_x = w.arguments.padding[1];
+  // Impulse rows and columns: 2, 5, 8, ... while every tap's output stays inside the image.
+  std::vector<std::pair<int64_t, int64_t>> slots;
+  for (int64_t y = 2; y + pad_y < image.out[0] && y + pad_y >= 2; y += 3) {
+    for (int64_t x = 2; x + pad_x < image.out[1] && x + pad_x >= 2; x += 3) {
+      if (y < image.side[0] && x < image.side[1]) {
+        slots.emplace_back(y, x);
+      }
+    }
+  }
+  TORCH_CHECK(!slots.empty(), "unpackConvWeight: no room for impulses");
+  at::Tensor plain = at::empty({oc, ic, 3, 3}, at::kFloat);
+  auto weight = plain.accessor<float, 4>();
+  at::Tensor impulses = at::empty({1, ic, image.side[0], image.side[1]}, at::kFloat);
+  at::Tensor responses = at::empty({1, oc, image.out[0], image.out[1]}, at::kFloat);
+  auto in = impulses.accessor<float, 4>();
+  auto out = responses.accessor<float, 4>();
+  for (int64_t first = 0; first < ic; first += static_cast<int64_t>(slots.size())) {
+    const int64_t count = std::min<int64_t>(ic - first, static_cast<int64_t>(slots.size()));
+    impulses.zero_();
+    for (int64_t i = 0; i < count; ++i) {
+      in[0][first + i][slots[i].first][slots[i].second] = 1.f;
+    }
+    reorder(memory(src_plain, engine, impulses.data_ptr()), src);
+    std::unordered_map<int, memory> arguments{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+    if (w.bias.defined()) {
+      arguments.emplace(DNNL_ARG_BIAS, bias);
+    }
+    conv.execute(stream, arguments);
+    stream.wait();
+    reorder(dst, memory(dst_plain, engine, responses.data_ptr()));
+    for (int64_t i = 0; i < count; ++i) {
+      for (int64_t o = 0; o < oc; ++o) {
+        for (int64_t ky = 0; ky < 3; ++ky) {
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            weight[o][first + i][ky][kx] =
+                out[0][o][slots[i].first + pad_y - ky][slots[i].second + pad_x - kx];
+          }
+        }
+      }
+    }
+  }
+  return plain;
+}
+
+// The weight in PyTorch's layout, a new tensor.
+at::Tensor plainWeight(const OneDnnConvWeight& w) {
+  if (w.algorithm == ConvAlgorithm::kWinograd) {
+    return unpackWinogradWeight(w);
+  }
+  at::Tensor plain = at::empty(plainWeightSizes(w), at::kFloat);
+  reorder(memory(w.desc, oneDnnEngine(), w.storage.data_ptr()),
+          memory(plainWeightDesc(w), oneDnnEngine(), plain.data_ptr()));
+  return plain;
+}
+
+// The weight reordered into `layout` at `data`. oneDNN reorders into and out of Winograd's
+// layouts from PyTorch's only.
+void repackWeight(const OneDnnConvWeight& w, const memory::desc& layout, void* data) {
+  if (w.algorithm == ConvAlgorithm::kWinograd || layout.data.format_kind == dnnl_format_kind_wino) {
+    const at::Tensor plain = plainWeight(w);
+    reorder(memory(plainWeightDesc(w), oneDnnEngine(), plain.data_ptr()),
+            memory(layout, oneDnnEngine(), data));
+    return;
+  }
+  reorder(memory(w.desc, oneDnnEngine(), w.storage.data_ptr()),
+          memory(layout, oneDnnEngine(), data));
 }
 
 void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
@@ -286,11 +428,22 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   const memory::desc any_src(src_dims, kF32, memory::format_tag::any);
   const memory::desc any_dst(dst_dims, kF32, memory::format_tag::any);
   const memory::desc any_weights(weightDims(w), kF32, memory::format_tag::any);
+  const dnnl::primitive_attr attr = attributes(epilogue);
   dnnl::primitive_desc pd;
   try {
-    pd = primitiveDesc(w, any_src, any_weights, any_dst, attributes(epilogue));
+    // Winograd on the shared packed weight: oneDNN has more than one Winograd implementation
+    // (another for larger batches), each with its own weight layout, and letting it choose
+    // would repack the weight for every runtime. Where no implementation reads that layout
+    // (or with direct weights), direct, in the layout it prefers.
+    pd = w.algorithm == ConvAlgorithm::kWinograd
+             ? primitiveDesc(w, any_src, w.desc, any_dst, attr, ConvAlgorithm::kWinograd)
+             : primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect);
   } catch (const dnnl::error&) {
-    return; // no implementation for these arguments: the fallback runs the node
+    try {
+      pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect);
+    } catch (const dnnl::error&) {
+      return; // no implementation for these arguments: the fallback runs the node
+    }
   }
   state.primitive = dnnl::primitive(pd);
   const dnnl::engine& engine = oneDnnEngine();
@@ -313,8 +466,7 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   void* weight_data = w.storage.data_ptr();
   if (pd.weights_desc(0) != w.desc) {
     state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc(0).get_size())}, at::kByte);
-    reorder(memory(w.desc, engine, w.storage.data_ptr()),
-            memory(pd.weights_desc(0), engine, state.repacked.data_ptr()));
+    repackWeight(w, pd.weights_desc(0), state.repacked.data_ptr());
     weight_data = state.repacked.data_ptr();
   }
   state.weights = memory(pd.weights_desc(0), engine, weight_data);
@@ -482,7 +634,7 @@ bool oneDnnConvPrefersChannelsLast(int spatial_dims) {
     try {
       const dnnl::primitive_desc pd =
           primitiveDesc(w, activation, memory::desc(weightDims(w), kF32, memory::format_tag::any),
-                        activation, dnnl::primitive_attr());
+                        activation, dnnl::primitive_attr(), ConvAlgorithm::kDirect);
       return pd.src_desc(0) == memory::desc(activationDims(1, 64, sizes, dims), kF32,
                                             activationTag(dims, /*channels_last=*/true));
     } catch (const dnnl::error&) {
@@ -520,23 +672,8 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
   }
   const at::Tensor plain = weight.contiguous();
   packed->bias = bias.defined() ? bias.contiguous() : at::Tensor();
-  // The layout oneDNN's primitive picks for the weight depends on the channels, the kernel and
-  // the instruction set, not on the image: one representative size decides it; a shape whose
-  // primitive wants another layout repacks for itself (OneDnnConvState::repacked).
-  int64_t side[kMaxConvSpatialDims] = {};
-  int64_t out[kMaxConvSpatialDims] = {};
-  for (int i = 0; i < a.spatial_dims; ++i) {
-    side[i] = std::max<int64_t>(a.spatial_dims == 3 ? 16 : 32,
-                                a.dilation[i] * (packed->kernel[i] - 1) + 1);
-    out[i] = outputSize(side[i], packed->kernel[i], a, i);
-  }
   try {
-    const memory::desc src(activationDims(1, packed->in_channels, side, a.spatial_dims), kF32,
-                           memory::format_tag::any);
-    const memory::desc dst(activationDims(1, packed->out_channels, out, a.spatial_dims), kF32,
-                           memory::format_tag::any);
-    const memory::desc any(weightDims(*packed), kF32, memory::format_tag::any);
-    packed->desc = primitiveDesc(*packed, src, any, dst, dnnl::primitive_attr()).weights_desc(0);
+    packed->desc = preferredWeightDesc(*packed, dnnl::primitive_attr(), ConvAlgorithm::kDirect);
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -546,11 +683,49 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
   return packed;
 }
 
+// Where Winograd measured faster, in resnet18 on this AVX-512 machine at 1 thread, its tile
+// reorders included: 3x3 stride-1 layers of 64 and 128 channels (26.1 -> 23.5 ms). Fewer
+// channels: the tile transforms cost more than the multiplications saved (32 channels measured
+// slower alone). More: at the small images such layers see (14x14 and below), reading a weight
+// 16/9 the size cost what was saved (the 256- and 512-channel layers gained nothing), and the
+// model would hold 7/9 of those large weights more.
+bool winogradSuits(const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
+  const ConvArguments& a = w.arguments;
+  constexpr int64_t kMinChannels = 64;
+  constexpr int64_t kMaxChannels = 128;
+  if (a.spatial_dims != 2 || a.transposed || a.groups != 1 || w.kernel[0] != 3 ||
+      w.kernel[1] != 3 || a.stride[0] != 1 || a.stride[1] != 1 || a.dilation[0] != 1 ||
+      a.dilation[1] != 1 || w.algorithm != ConvAlgorithm::kDirect ||
+      std::min(w.in_channels, w.out_channels) < kMinChannels ||
+      std::max(w.in_channels, w.out_channels) > kMaxChannels) {
+    return false;
+  }
+  try {
+    // oneDNN's Winograd takes fewer post-ops than its direct convolution (the residual sum and
+    // relu, not the other activations), and exists for some instruction sets only.
+    preferredWeightDesc(w, attributes(epilogue), ConvAlgorithm::kWinograd);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+std::shared_ptr<const OneDnnConvWeight> packForWinograd(const OneDnnConvWeight& packed) {
+  TORCH_CHECK(packed.algorithm == ConvAlgorithm::kDirect, "packForWinograd: already Winograd");
+  auto winograd = std::make_shared<OneDnnConvWeight>(packed); // arguments, sizes, bias
+  winograd->algorithm = ConvAlgorithm::kWinograd;
+  winograd->desc = preferredWeightDesc(packed, dnnl::primitive_attr(), ConvAlgorithm::kWinograd);
+  winograd->storage = at::empty({static_cast<int64_t>(winograd->desc.get_size())}, at::kByte);
+  repackWeight(packed, winograd->desc, winograd->storage.data_ptr());
+  return winograd;
+}
+
+ConvAlgorithm convAlgorithm(const OneDnnConvWeight& packed) {
+  return packed.algorithm;
+}
+
 at::Tensor unpackConvWeight(const OneDnnConvWeight& packed) {
-  at::Tensor plain = at::empty(plainWeightSizes(packed), at::kFloat);
-  reorder(memory(packed.desc, oneDnnEngine(), packed.storage.data_ptr()),
-          memory(plainWeightDesc(packed), oneDnnEngine(), plain.data_ptr()));
-  return plain;
+  return plainWeight(packed);
 }
 
 const at::Tensor& convBias(const OneDnnConvWeight& packed) {

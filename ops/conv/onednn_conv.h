@@ -51,11 +51,25 @@ bool oneDnnConvPrefersChannelsLast(int spatial_dims);
 
 struct OneDnnConvWeight;
 
+// How a packed weight's convolutions compute: oneDNN's direct algorithm, or Winograd F(2x2, 3x3),
+// which does 2.25x fewer multiplications on a 3x3 stride-1 convolution for a weight 16/9 the size
+// and transforms of every 4x4 input and output tile.
+enum class ConvAlgorithm { kDirect, kWinograd };
+
 // The weight in PyTorch's layout, [OC, C / groups, k...] or, transposed, [C, OC / groups, k...]
 // (float32, with arguments.spatial_dims kernel dims), packed for oneDNN, with its bias ([OC] or
 // undefined); nullptr when oneDNN has no convolution for it.
 std::shared_ptr<const OneDnnConvWeight>
 packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArguments& arguments);
+
+// Whether Winograd suits the convolution of the direct-packed weight `packed` with `epilogue`:
+// 3x3, stride 1, undilated, ungrouped, 2-D, with a channel count where it measured faster, and
+// oneDNN has an implementation for it with this epilogue on this CPU.
+bool winogradSuits(const OneDnnConvWeight& packed, const ConvEpilogue& epilogue);
+
+// `packed` packed again for Winograd, where winogradSuits; passes/conv_winograd.cpp swaps it in.
+std::shared_ptr<const OneDnnConvWeight> packForWinograd(const OneDnnConvWeight& packed);
+ConvAlgorithm convAlgorithm(const OneDnnConvWeight& packed);
 
 // The packed weight back in PyTorch's layout (a new tensor), for the reference path of
 // srt::packed_conv2d/3d; its bias and arguments as packed.

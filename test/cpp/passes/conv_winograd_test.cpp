@@ -1,0 +1,170 @@
+// passes/conv_winograd.cpp: the 3x3 stride-1 convolutions Winograd suits get their packed weight
+// repacked for it (once per weight, the direct copy dropped); the others keep the direct one
+// (an activation oneDNN's Winograd lacks, too few channels, a stride); disabled_passes switches
+// it off; the results match the JIT through our kernels (layouts, shapes, residual, twice each)
+// and through the op's JIT reference, which reads the weight back out of Winograd's layout.
+#include <set>
+
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/pass_testing.h"
+#include "ops/conv/packed_conv.h"
+#include "passes/graph_passes.h"
+#include "passes/prepare.h"
+#include "static_runtime/static_runtime.h"
+
+namespace srt::testing {
+namespace {
+
+at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel = 3) {
+  return torch::randn({out, in, kernel, kernel}) * (1.0 / std::sqrt(in * kernel * kernel));
+}
+
+// Winograd's: a conv + bias + relu; a residual block's conv + add + relu; 64 -> 128 channels
+// without epilogue; a weight two convolutions share; one without padding. Not: hardswish (no
+// Winograd post-op), 32 output channels, stride 2.
+torch::jit::Module winogradModule() {
+  torch::jit::Module module("WinogradModule");
+  module.register_parameter("first", convWeight(64, 64), false);
+  module.register_parameter("first_bias", torch::randn({64}) * 0.1, false);
+  module.register_parameter("second", convWeight(64, 64), false);
+  module.register_parameter("widen", convWeight(128, 64), false);
+  module.register_parameter("shared", convWeight(128, 128), false);
+  module.register_parameter("unpadded", convWeight(64, 64), false);
+  module.register_parameter("hardswish", convWeight(64, 64), false);
+  module.register_parameter("narrow", convWeight(32, 64), false);
+  module.register_parameter("strided", convWeight(64, 64), false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.first, self.first_bias, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.second, None, 1, 1) + x)
+    c = torch.conv2d(b, self.widen, None, 1, 1)
+    d = torch.conv2d(torch.relu(torch.conv2d(c, self.shared, None, 1, 1)), self.shared, None, 1, 1)
+    e = torch.conv2d(b, self.unpadded, None, 1, 0)
+    f = torch.hardswish(torch.conv2d(b, self.hardswish, None, 1, 1))
+    g = torch.conv2d(b, self.narrow, None, 1, 1)
+    h = torch.conv2d(b, self.strided, None, 2, 1)
+    return d, e, f, g, h
+)JIT");
+  module.eval();
+  return module;
+}
+
+struct PackedConvs {
+  size_t winograd_nodes = 0;
+  size_t direct_nodes = 0;
+  std::set<const ops::OneDnnConvWeight*> winograd_weights;
+};
+
+PackedConvs packedConvs(const torch::jit::Graph& graph) {
+  PackedConvs found;
+  for (const torch::jit::Node* node : graph.nodes()) {
+    if (node->kind() != c10::Symbol::fromQualString("srt::packed_conv2d")) {
+      continue;
+    }
+    const auto weight =
+        torch::jit::toIValue(node->input(1))->toCustomClass<ops::PackedConvWeight>();
+    if (ops::convAlgorithm(*weight->packed) == ops::ConvAlgorithm::kWinograd) {
+      ++found.winograd_nodes;
+      found.winograd_weights.insert(weight->packed.get());
+    } else {
+      ++found.direct_nodes;
+    }
+  }
+  return found;
+}
+
+// The distinct packed weights the graph's constants hold (each constant is its own TorchScript
+// object; the packed weight inside is what layers share).
+size_t packedWeightsHeld(const torch::jit::Graph& graph) {
+  std::set<const ops::OneDnnConvWeight*> held;
+  for (const torch::jit::Node* node : graph.nodes()) {
+    if (node->kind() == c10::prim::Constant &&
+        node->output()->type()->kind() == c10::TypeKind::ClassType) {
+      held.insert(torch::jit::toIValue(node->output())
+                      ->toCustomClass<ops::PackedConvWeight>()
+                      ->packed.get());
+    }
+  }
+  return held.size();
+}
+
+bool winogradAvailable() {
+  ops::ConvArguments arguments;
+  arguments.padding[0] = arguments.padding[1] = 1;
+  const auto packed = ops::packConvWeight(convWeight(64, 64), at::Tensor(), arguments);
+  return packed != nullptr && ops::winogradSuits(*packed, ops::ConvEpilogue());
+}
+
+#define SKIP_WITHOUT_WINOGRAD()                                                                    \
+  if (!winogradAvailable()) {                                                                      \
+    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU";                              \
+  }
+
+TEST(ConvWinograd, RepacksTheConvolutionsItSuitsOncePerWeight) {
+  SKIP_WITHOUT_WINOGRAD();
+  StaticModule module(winogradModule());
+  const torch::jit::Graph& graph = module.graph();
+  const PackedConvs convs = packedConvs(graph);
+  EXPECT_EQ(convs.winograd_nodes, 6u) << graph;
+  EXPECT_EQ(convs.winograd_weights.size(), 5u) << graph; // the shared weight once
+  EXPECT_EQ(convs.direct_nodes, 3u) << graph;            // hardswish, 32 channels, stride 2
+  // The direct-packed constants Winograd replaced are gone: every weight held once.
+  EXPECT_EQ(packedWeightsHeld(graph), 5u + 3u) << graph;
+}
+
+TEST(ConvWinograd, DisabledPassesSwitchItOff) {
+  StaticModuleOptions options;
+  options.disabled_passes = {"conv_winograd"};
+  StaticModule module(winogradModule(), options);
+  const PackedConvs convs = packedConvs(module.graph());
+  EXPECT_EQ(convs.winograd_nodes, 0u) << module.graph();
+  EXPECT_EQ(convs.direct_nodes, 9u) << module.graph();
+}
+
+// Our kernels, each input twice and the first again after the others: images Winograd's weight
+// layout takes (NCHW and channels-last), images and a batch it does not (direct, on the weight
+// read back), and a strided input (the reference path).
+TEST(ConvWinograd, KernelsMatchJit) {
+  const at::Tensor wide = torch::randn({1, 64, 10, 18});
+  expectMatchesJit(
+      winogradModule(),
+      {{{torch::randn({1, 64, 32, 32})}, {}},
+       {{torch::randn({1, 64, 56, 48}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+       {{torch::randn({1, 64, 12, 12})}, {}},
+       {{torch::randn({2, 64, 9, 13}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+       {{wide.slice(3, 0, 18, 2)}, {}}},
+      {}, 1e-4);
+}
+
+// The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
+TEST(ConvWinograd, JitReferenceReadsTheWinogradWeight) {
+  SKIP_WITHOUT_WINOGRAD();
+  auto graph = passes::prepareModule(winogradModule()).graph;
+  passes::fuseConvEpilogues(graph);
+  passes::packConvWeights(graph);
+  expectPassPreservesResults(passes::useWinogradConvolutions, graph,
+                             {{torch::randn({1, 64, 8, 8})}, {torch::randn({2, 64, 7, 5})}},
+                             /*expect_changed=*/true, 1e-4);
+}
+
+TEST(ConvWinograd, UnpackedWeightIsTheOriginal) {
+  SKIP_WITHOUT_WINOGRAD();
+  ops::ConvArguments arguments;
+  const at::Tensor weight = convWeight(128, 96);
+  const at::Tensor bias = torch::randn({128});
+  const auto direct = ops::packConvWeight(weight, bias, arguments);
+  ASSERT_NE(direct, nullptr);
+  ASSERT_TRUE(ops::winogradSuits(*direct, ops::ConvEpilogue()));
+  const auto winograd = ops::packForWinograd(*direct);
+  EXPECT_EQ(ops::convAlgorithm(*winograd), ops::ConvAlgorithm::kWinograd);
+  EXPECT_TRUE(torch::allclose(ops::unpackConvWeight(*winograd), weight, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(ops::convBias(*winograd), bias));
+}
+
+} // namespace
+} // namespace srt::testing
