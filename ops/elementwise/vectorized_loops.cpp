@@ -56,6 +56,16 @@ constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
 constexpr Loops kAvx512 = SRT_CAPABILITY_LOOPS(AVX512);
 #undef SRT_CAPABILITY_LOOPS
 
+bool cpuHasAvx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+bool cpuHasAvx512() {
+  return cpuHasAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
 // ATen's choice (ATEN_CPU_CAPABILITY, else what the CPU has: Debian's 1.13 reports AVX2 on
 // this project's AVX-512 machines). LibTorch 1.13 has no getter for it; its build report names it.
 // Matching it keeps our results bit-identical to ATen's: the capabilities differ in Sleef routines.
@@ -67,15 +77,10 @@ const Loops& pickLoops() {
       at == std::string::npos
           ? std::string()
           : report.substr(at + key.size(), report.find('\n', at) - at - key.size());
-  __builtin_cpu_init();
-  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (aten == "AVX512" && has_avx512) {
+  if (aten == "AVX512" && cpuHasAvx512()) {
     return kAvx512;
   }
-  if ((aten == "AVX2" || (aten.empty() && has_avx2)) && has_avx2) {
+  if ((aten == "AVX2" || aten.empty()) && cpuHasAvx2()) {
     return kAvx2;
   }
   return kDefault;
@@ -83,6 +88,13 @@ const Loops& pickLoops() {
 
 const Loops& loops() {
   static const Loops& chosen = pickLoops();
+  return chosen;
+}
+
+// Sums of products owe ATen no bits (no Sleef routine in them, and ATen's GEMMs sum in another
+// order anyway): they run on the widest vectors the CPU has.
+const Loops& productLoops() {
+  static const Loops& chosen = cpuHasAvx512() ? kAvx512 : cpuHasAvx2() ? kAvx2 : kDefault;
   return chosen;
 }
 
@@ -137,12 +149,12 @@ void layerNormRows(const float* x, const float* gamma, const float* beta, float 
 }
 
 float dot(const float* x, const float* y, int64_t n) {
-  return loops().dot(x, y, n);
+  return productLoops().dot(x, y, n);
 }
 
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n) {
-  loops().row_times_matrix(x, w, ld, bias, y, k, n);
+  productLoops().row_times_matrix(x, w, ld, bias, y, k, n);
 }
 
 UnaryOp powFormula(double exponent, Params* params) {
@@ -177,6 +189,10 @@ UnaryOp powFormula(double exponent, Params* params) {
 
 const char* capability() {
   return loops().name;
+}
+
+const char* widestCapability() {
+  return productLoops().name;
 }
 
 } // namespace srt::ops::vec

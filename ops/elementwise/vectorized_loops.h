@@ -106,7 +106,13 @@ constexpr int64_t kRowTimesMatrixAlignment = 16;
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n);
 
-// The CPU capability whose build of the loops runs: "DEFAULT", "AVX2" or "AVX512".
+// The CPU capability whose build of the loops runs: "DEFAULT", "AVX2" or "AVX512"; ATen's, so
+// that element-wise results are ATen's to the bit.
 const char* capability();
+
+// The widest capability the CPU has: what loops owing ATen no bits run on (dot, rowTimesMatrix
+// and other sums of products, within rounding of ATen's whatever the capability; the recurrent
+// kernels, whose gates' inputs already differ from ATen's by those products' rounding).
+const char* widestCapability();
 
 } // namespace srt::ops::vec

@@ -1,5 +1,7 @@
 // ops/recurrent/gate_loops.h for one CPU capability (cmake/CpuKernels.cmake builds it once per
 // capability with CPU_CAPABILITY naming the inline namespace).
+#include <algorithm>
+
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
@@ -85,14 +87,15 @@ void rowsTimesBlocks(const float* x, int64_t ldx, const float* w, int64_t k, int
 
 void rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,
                          int64_t n, float* y, int64_t ldy) {
-  // 4 rows x 2 vectors, then a pair as 2 x 4 vectors, then a single row as 1 x 8 (AVX2 widths).
-  constexpr int kHalfBlock = static_cast<int>(kColumnBlock / Vec::size() / 2);
+  // 4 rows x 2 vectors, then a pair as 2 x 4 vectors (8 sums in flight at any width), then a
+  // single row as one column block.
+  constexpr int kBlockVectors = static_cast<int>(kColumnBlock / Vec::size());
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
-    rowsTimesBlocks<4, kHalfBlock / 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+    rowsTimesBlocks<4, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
   }
   if (r + 2 <= rows) {
-    rowsTimesBlocks<2, kHalfBlock>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+    rowsTimesBlocks<2, std::min(kBlockVectors, 4)>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
     r += 2;
   }
   if (r < rows) {
