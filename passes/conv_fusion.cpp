@@ -5,8 +5,11 @@
 // DenseNet), ReLU6 as hardtanh (MobileNetV2), hardswish / hardsigmoid (MobileNetV3), SiLU
 // (EfficientNet), GELU, leaky ReLU, sigmoid, tanh; and `out += identity` before ResNet's last ReLU,
 // or alone (inverted residual blocks); the same after the 3-D convolutions of video networks
-// (r3d_18's ReLUs and residual adds). The add is either operand order with alpha 1; the matcher
-// only matches when the convolution's (and the add's) output has no other use.
+// (r3d_18's ReLUs and residual adds); and an activation after a 1-D convolution, which
+// conv1d_lowering leaves as conv2d + squeeze (wav2vec2's feature extractor: conv1d + GELU): the
+// activation moves before the squeeze, a view it commutes with. The add is either operand order
+// with alpha 1; the matcher only matches when the convolution's (and the add's) output has no other
+// use.
 #include <string>
 #include <unordered_map>
 
@@ -137,6 +140,24 @@ FusionPattern convThen(int dims, const ActivationPattern& activation, Residual r
   return {name, pattern, replacement, std::move(filter)};
 }
 
+// A 1-D convolution lowered to 2-D (conv2d, then squeeze of its unit height) and its activation.
+FusionPattern squeezedConvThen(const ActivationPattern& activation) {
+  const std::string conv_inputs = "%input, %weight, %bias, %stride, %padding, %dilation, %groups";
+  const std::string inputs = conv_inputs + ", %dim" + activationInputs(activation);
+  const std::string pattern = "graph(" + inputs + "):\n  %conv = aten::conv2d(" + conv_inputs +
+                              ")\n  %y = aten::squeeze(%conv, %dim)\n  " + activation.ir +
+                              "\n  return (%r)";
+  const std::string a = activation.a.empty() ? "%zero" : "%" + activation.a;
+  const std::string b = activation.b.empty() ? "%zero" : "%" + activation.b;
+  const std::string replacement =
+      "graph(" + inputs + "):\n  %name : str = prim::Constant[value=\"" + activation.name +
+      "\"]()\n  %zero : float = prim::Constant[value=0.]()\n" +
+      "  %no_residual : NoneType = prim::Constant()\n  %fused = srt::fused_conv2d(" + conv_inputs +
+      ", %no_residual, %name, " + a + ", " + b +
+      ")\n  %r = aten::squeeze(%fused, %dim)\n  return (%r)";
+  return {"conv2d + squeeze + " + activation.name, pattern, replacement, activation.filter};
+}
+
 // Registered once, longest chains first: a residual add with the activation after it before
 // either alone.
 bool registerPatterns() {
@@ -150,6 +171,11 @@ bool registerPatterns() {
       if (activation.name != "none") {
         registerFusionPattern(kFamily, convThen(dims, activation, Residual::kNone));
       }
+    }
+  }
+  for (const ActivationPattern& activation : activations()) {
+    if (activation.name != "none") {
+      registerFusionPattern(kFamily, squeezedConvThen(activation));
     }
   }
   return true;

@@ -114,5 +114,32 @@ def forward(self, x):
                    {}, 1e-4);
 }
 
+// 1-D convolutions, which conv1d_lowering makes conv2d + squeeze, keep their activation fused
+// (audio front ends: conv1d + GELU); one whose output is also read raw stays unfused.
+TEST(ConvFusion, FusesActivationsAfterLoweredConv1d) {
+  torch::jit::Module module("Conv1dFusionModule");
+  module.register_parameter("w", torch::randn({16, 8, 5}) * 0.2, false);
+  module.register_parameter("b", torch::randn({16}), false);
+  module.define(R"JIT(
+def forward(self, x):
+    g = torch.gelu(torch.conv1d(x, self.w, self.b, 2))
+    r = torch.relu(torch.conv1d(x * 2.0, self.w, None, 1, 2))
+    raw = torch.conv1d(x * 3.0, self.w, self.b)
+    return g, r, torch.sigmoid(raw), raw
+)JIT");
+  module.eval();
+  auto graph = passes::prepareModule(module).graph;
+  passes::lowerConv1d(graph);
+  const std::vector<GraphInputs> inputs = {{torch::randn({1, 8, 40})}, {torch::randn({3, 8, 17})}};
+  auto fused = expectPassPreservesResults(passes::fuseConvEpilogues, graph, inputs,
+                                          /*expect_changed=*/true, 1e-4);
+  EXPECT_EQ(countKind(*fused, "srt::fused_conv2d"), 2u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::conv2d"), 1u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::gelu") + countKind(*fused, "aten::relu"), 0u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::sigmoid"), 1u) << *fused;
+  expectMatchesJit(module, {{{torch::randn({1, 8, 40})}, {}}, {{torch::randn({3, 8, 17})}, {}}}, {},
+                   1e-4);
+}
+
 } // namespace
 } // namespace srt::testing
