@@ -34,7 +34,7 @@ template <bool kSubtract> void addScalar(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const c10::Scalar other = p.input(1).toScalar();
   const c10::Scalar alpha = p.input(2).toScalar();
-  if (isContiguousFloat(self) && !other.isComplex() && !alpha.isComplex()) {
+  if (isDenseFloat(self) && !other.isComplex() && !alpha.isComplex()) {
     const float a = alpha.to<float>();
     mapToOutput(p, vec::UnaryOp::kAddScalar, self,
                 {wrappedScalarAsFloat(other), kSubtract ? -a : a});
@@ -62,7 +62,7 @@ void mulTensor(ProcessedNode& p) {
 void mulScalar(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const c10::Scalar other = p.input(1).toScalar();
-  if (isContiguousFloat(self) && !other.isComplex()) {
+  if (isDenseFloat(self) && !other.isComplex()) {
     mapToOutput(p, vec::UnaryOp::kMulScalar, self, {wrappedScalarAsFloat(other)});
     return;
   }
@@ -102,7 +102,7 @@ void divScalar(ProcessedNode& p) {
   const c10::Scalar other = p.input(1).toScalar();
   const c10::optional<c10::string_view> mode = roundingMode(p);
   if (!mode) {
-    if (isContiguousFloat(self) && !other.isComplex()) {
+    if (isDenseFloat(self) && !other.isComplex()) {
       mapToOutput(p, vec::UnaryOp::kDivScalar, self, {wrappedScalarAsFloat(other)});
       return;
     }

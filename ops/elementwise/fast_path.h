@@ -29,6 +29,14 @@ inline bool isContiguousFloat(const at::Tensor& t) {
          t.device().is_cpu() && !t.is_neg();
 }
 
+// Dense float32 in any dimension order (contiguous, channels last, a transposed matrix): one op
+// per element maps its memory in order, into an output laid out the same way, as ATen's
+// TensorIterator lays out a unary op's result.
+inline bool isDenseFloat(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat && t.layout() == at::kStrided && t.device().is_cpu() &&
+         !t.is_neg() && t.is_non_overlapping_and_dense();
+}
+
 inline bool isSameShapeContiguousFloat(const at::Tensor& a, const at::Tensor& b) {
   return isContiguousFloat(a) && isContiguousFloat(b) && a.sizes() == b.sizes();
 }
@@ -63,10 +71,16 @@ inline at::Tensor& contiguousOutput(ProcessedNode& p, size_t i, at::IntArrayRef 
   return slot.toTensor();
 }
 
-// out = op(x) over a float32 contiguous `x`, into the node's output 0.
+// out = op(x) over a dense float32 `x` (isDenseFloat), into the node's output 0 laid out as `x`.
 inline void mapToOutput(ProcessedNode& p, vec::UnaryOp op, const at::Tensor& x,
                         vec::Params params = {}) {
-  at::Tensor& out = contiguousOutput(p, 0, x.sizes(), x.options());
+  if (x.is_contiguous()) {
+    at::Tensor& out = contiguousOutput(p, 0, x.sizes(), x.options());
+    vec::map(op, floatData(x), floatData(out), x.numel(), params);
+    return;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  resizePreservingLayout(out, x);
   vec::map(op, floatData(x), floatData(out), x.numel(), params);
 }
 
@@ -123,7 +137,7 @@ template <vec::UnaryOp kOp, at::Tensor& (*AtenOut)(at::Tensor&, const at::Tensor
           bool kPromotesIntegers>
 void unaryKernel(ProcessedNode& p) {
   const at::Tensor& x = p.input(0).toTensor();
-  if (isContiguousFloat(x)) {
+  if (isDenseFloat(x)) {
     mapToOutput(p, kOp, x);
     return;
   }

@@ -20,7 +20,7 @@ constexpr auto rsqrtKernel = unaryKernel<UnaryOp::kRsqrt, at::cpu::rsqrt_out, tr
 void powTensorScalar(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const c10::Scalar exponent = p.input(1).toScalar();
-  if (isContiguousFloat(self) && !exponent.isComplex()) {
+  if (isDenseFloat(self) && !exponent.isComplex()) {
     vec::Params params;
     const UnaryOp op = vec::powFormula(exponent.toDouble(), &params);
     mapToOutput(p, op, self, params);

@@ -89,16 +89,50 @@ TEST(Activation, BoundsAndSlopesFromInputs) {
 }
 
 TEST(Activation, FastPathAgreesWithAtenPath) {
-  // Contiguous x takes our vectorized loops, its transposed copy at::cpu::*_out.
+  // Contiguous x takes our vectorized loops (gelu: oneDNN's primitive, as ATen's), its transposed
+  // copy the loops over its memory in order, every other column at::cpu::*_out.
   const at::Tensor x = torch::randn({67, 131}) * 4;
-  const at::Tensor xn = x.t().contiguous().t();
+  const at::Tensor transposed = x.t().contiguous().t();
+  const at::Tensor strided = torch::stack({x, x}, 2).select(2, 0);
+  ASSERT_FALSE(strided.is_non_overlapping_and_dense());
   for (const auto& expression : kFloatActivations) {
     SCOPED_TRACE(expression);
     StaticModule module(scriptModule(forwardReturning("x", expression)));
     const at::Tensor fast = module({x}).toTensor();
-    const at::Tensor aten = module({xn}).toTensor();
-    EXPECT_TRUE(torch::allclose(fast, aten, 1e-6, 1e-6))
-        << "max difference " << (fast - aten).abs().max().item<float>();
+    for (const at::Tensor& other : {transposed, strided}) {
+      const at::Tensor result = module({other}).toTensor();
+      EXPECT_TRUE(torch::allclose(fast, result, 1e-6, 1e-6))
+          << "max difference " << (fast - result).abs().max().item<float>();
+    }
+  }
+}
+
+// A dense input in another dimension order (channels last, transposed) maps its memory in order
+// into an output laid out as ATen lays out its result: the same strides.
+TEST(Activation, DenseInputsKeepTheirLayout) {
+  const at::Tensor channels_last =
+      (torch::randn({2, 5, 4, 3}) * 3).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor transposed = (torch::randn({9, 6}) * 3).t();
+  for (const auto& expression : kFloatActivations) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x", expression);
+    expectMatchesJit(source, {inputs({channels_last}), inputs({transposed})});
+    StaticModule module(scriptModule(source));
+    for (const at::Tensor& x : {channels_last, transposed}) {
+      const at::Tensor ours = module({x}).toTensor();
+      const at::Tensor aten = scriptModule(source).forward({x}).toTensor();
+      EXPECT_EQ(ours.strides(), aten.strides());
+    }
+  }
+}
+
+// gelu of a contiguous float32 tensor is ATen's to the bit (both on oneDNN's primitive).
+TEST(Activation, GeluIsAtensBitForBit) {
+  StaticModule module(scriptModule(forwardReturning("x", "torch.gelu(x)")));
+  for (const int64_t n : {1, 17, 100003}) {
+    const at::Tensor x = torch::randn({n}) * 4;
+    module({x});
+    EXPECT_TRUE(torch::equal(module({x}).toTensor(), torch::gelu(x))) << n;
   }
 }
 
