@@ -199,8 +199,11 @@ struct OneDnnConvState final : NodeState {
   // Scratch regions, 64-byte aligned offsets: [blocked src | blocked dst | oneDNN scratchpad].
   size_t src_offset = 0, dst_offset = 0, scratchpad_offset = 0, scratch_bytes = 0;
   size_t scratchpad_bytes = 0;
-  // The weight in the layout this shape's primitive wants, when not the packed one.
+  // The weight in the layout this shape's primitive wants, when not the packed one; kept when
+  // the shape changes, so that shapes alternating between two layouts repack once (from
+  // Winograd's layout, unpacking takes convolutions).
   at::Tensor repacked;
+  memory::desc repacked_desc;
   dnnl::stream stream;
 };
 
@@ -465,8 +468,11 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   // The shared packed weight, unless this shape's primitive wants another layout.
   void* weight_data = w.storage.data_ptr();
   if (pd.weights_desc(0) != w.desc) {
-    state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc(0).get_size())}, at::kByte);
-    repackWeight(w, pd.weights_desc(0), state.repacked.data_ptr());
+    if (!state.repacked.defined() || state.repacked_desc != pd.weights_desc(0)) {
+      state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc(0).get_size())}, at::kByte);
+      repackWeight(w, pd.weights_desc(0), state.repacked.data_ptr());
+      state.repacked_desc = pd.weights_desc(0);
+    }
     weight_data = state.repacked.data_ptr();
   }
   state.weights = memory(pd.weights_desc(0), engine, weight_data);
