@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <ATen/CPUFunctions.h>
+#include <ATen/Context.h>
 #include <ATen/Functions.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -70,11 +71,14 @@ void oneDnnGelu(ProcessedNode& p, const at::Tensor& x) {
 void gelu(ProcessedNode& p) {
   const at::Tensor& x = p.input(0).toTensor();
   const std::string& approximate = p.input(1).toStringRef();
-  if (approximate == "none" && isContiguousFloat(x) && x.numel() > 0) {
+  // ATen's own choice (use_mkldnn in its Activation.cpp): oneDNN for contiguous float32 of more
+  // than one element while mkldnn is enabled; a single element goes to its scalar loop.
+  if (approximate == "none" && isContiguousFloat(x) && x.numel() > 1 &&
+      at::globalContext().userEnabledMkldnn()) {
     oneDnnGelu(p, x);
     return;
   }
-  if ((approximate == "none" || approximate == "tanh") && isDenseFloat(x)) {
+  if ((approximate == "none" || approximate == "tanh") && isDenseFloat(x) && x.numel() > 1) {
     mapToOutput(p, approximate == "none" ? vec::UnaryOp::kGelu : vec::UnaryOp::kGeluTanh, x);
     return;
   }
