@@ -93,7 +93,7 @@ const Loops& loops() {
 
 // Sums of products owe ATen no bits (no Sleef routine in them, and ATen's GEMMs sum in another
 // order anyway): they run on the widest vectors the CPU has.
-const Loops& productLoops() {
+const Loops& widestLoops() {
   static const Loops& chosen = cpuHasAvx512() ? kAvx512 : cpuHasAvx2() ? kAvx2 : kDefault;
   return chosen;
 }
@@ -149,12 +149,12 @@ void layerNormRows(const float* x, const float* gamma, const float* beta, float 
 }
 
 float dot(const float* x, const float* y, int64_t n) {
-  return productLoops().dot(x, y, n);
+  return widestLoops().dot(x, y, n);
 }
 
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n) {
-  productLoops().row_times_matrix(x, w, ld, bias, y, k, n);
+  widestLoops().row_times_matrix(x, w, ld, bias, y, k, n);
 }
 
 UnaryOp powFormula(double exponent, Params* params) {
@@ -192,7 +192,7 @@ const char* capability() {
 }
 
 const char* widestCapability() {
-  return productLoops().name;
+  return widestLoops().name;
 }
 
 } // namespace srt::ops::vec
