@@ -2,6 +2,8 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/core/out_overload.h"
+
 namespace srt::ops {
 
 const char* toString(KernelKind kind) {
@@ -55,6 +57,11 @@ std::optional<Kernel> Registry::select(const torch::jit::Node* node,
           return Kernel{entry.kind, std::move(*fn)};
         }
       }
+    }
+  }
+  if (options.enable_out_variant) {
+    if (auto fn = makeOutOverloadKernel(node)) {
+      return Kernel{KernelKind::kOutVariant, std::move(*fn)};
     }
   }
   if (auto fn = makeFallbackKernel(node)) {
