@@ -51,6 +51,10 @@ bool fuseConvEpilogues(GraphPtr& graph);
 // (conv1d_lowering.cpp).
 bool lowerConv1d(GraphPtr& graph);
 
+// Ops ATen computes through other ops -> those ops: 1-D pooling as 2-D pooling over a height of
+// one, selu as elu (aten_decompositions.cpp).
+bool decomposeAtenOps(GraphPtr& graph);
+
 // A convolution network's activations kept channels last from convolution to convolution, as
 // oneDNN's convolutions want them, with explicit aten::contiguous where the format changes
 // (channels_last.cpp).

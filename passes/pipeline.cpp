@@ -22,6 +22,8 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"einsum_lowering", lowerEinsums},
       // Before conv_fusion and channels_last, which then see the 1-D convolutions as 2-D ones.
       {"conv1d_lowering", lowerConv1d},
+      // Before channels_last and element-wise fusion, which then see 2-D pooling and elu.
+      {"aten_decompositions", decomposeAtenOps},
       // Early: replaces nn.MultiheadAttention's whole inlined forward (hundreds of nodes of checks
       // and a slow path other passes would otherwise work through) by the fused kernel and a
       // linear, which gemm_residual_add then joins with the residual.

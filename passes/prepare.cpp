@@ -64,24 +64,27 @@ bool rewriteKeepsDtype(torch::jit::Node* node) {
   return true;
 }
 
-// Dropout with a constant probability of 0 (torchvision's Swin passes its attention_dropout,
-// 0.0 by default, to F.dropout without training=self.training, so freezing leaves training True):
-// ATen returns the input itself without drawing a random number, whatever `train` is.
-void removeZeroProbabilityDropout(torch::jit::Block* block) {
+// Dropout that draws nothing: ATen returns the input itself for a constant probability of 0
+// whatever `train` is (torchvision's Swin passes its attention_dropout, 0.0 by default, to
+// F.dropout without training=self.training, so freezing leaves training True), and for a
+// constant train=False (LibTorch's removeDropout takes only dropout and feature_dropout, not the
+// alpha forms nn.AlphaDropout and nn.FeatureAlphaDropout call).
+void removeInactiveDropout(torch::jit::Block* block) {
   static const std::unordered_set<std::string> kDropouts = {
       "dropout",       "dropout_",       "feature_dropout",       "feature_dropout_",
       "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_"};
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     torch::jit::Node* node = *it++;
     for (torch::jit::Block* sub_block : node->blocks()) {
-      removeZeroProbabilityDropout(sub_block);
+      removeInactiveDropout(sub_block);
     }
     if (!node->kind().is_aten() || kDropouts.count(node->kind().toUnqualString()) == 0 ||
         node->inputs().size() != 3 || node->outputs().size() != 1) {
       continue;
     }
     const c10::optional<double> probability = torch::jit::constant_as<double>(node->input(1));
-    if (probability && *probability == 0.0) {
+    const c10::optional<bool> train = torch::jit::constant_as<bool>(node->input(2));
+    if ((probability && *probability == 0.0) || (train && !*train)) {
       node->output()->replaceAllUsesWith(node->input(0));
       node->destroy();
     }
@@ -101,7 +104,7 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   // Eval-mode dropout is the identity; left in, its schema would tell AliasDb its output is a
   // fresh tensor when it is the input itself.
   torch::jit::removeDropout(graph);
-  removeZeroProbabilityDropout(graph->block());
+  removeInactiveDropout(graph->block());
   // Traced models call aten::_convolution; as conv1d/2d/3d or conv_transpose (its flags are
   // constants by now) they reach our convolution kernels and conv-batch_norm folding.
   torch::jit::graph_rewrite_helper::replaceConvolutionWithAtenConv(graph);

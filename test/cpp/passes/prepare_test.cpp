@@ -100,19 +100,22 @@ TEST(Prepare, RemovesMutationWhereSafe) {
   EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
 }
 
-// F.dropout(x, p=0.0) with training left True (torchvision's Swin): ATen returns x untouched,
-// so it goes; dropout with a real probability in training mode draws random numbers and stays.
-TEST(Prepare, RemovesDropoutOfProbabilityZero) {
+// F.dropout(x, p=0.0) with training left True (torchvision's Swin) and any dropout in eval mode
+// (nn.AlphaDropout's too): ATen returns x untouched, so it goes; dropout with a real probability
+// in training mode draws random numbers and stays.
+TEST(Prepare, RemovesDropoutThatDrawsNothing) {
   const char* source = R"JIT(
 def forward(self, x, p: float):
     a = torch.dropout(x, 0.0, True)
     b = torch.feature_dropout(a + 1.0, 0.0, True)
     c = torch.alpha_dropout(b, 0.0, False)
-    d = torch.dropout(c, p, True)
-    return c, d
+    e = torch.feature_alpha_dropout(torch.alpha_dropout(c, 0.5, False) * 2.0, 0.3, False)
+    d = torch.dropout(e, p, True)
+    return e, d
 )JIT";
   passes::PreparedGraph prepared = passes::prepareModule(scriptModule(source));
-  for (const char* kind : {"aten::feature_dropout", "aten::alpha_dropout"}) {
+  for (const char* kind :
+       {"aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout"}) {
     EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString(kind))) << kind;
   }
   // Only the run-time probability's dropout is left.

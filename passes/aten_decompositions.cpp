@@ -1,0 +1,151 @@
+// aten_decompositions: ops that ATen computes by calling other ops are rewritten into those calls,
+// so that they reach the kernels of the ops they call (the same values, bit for bit):
+//
+//   max_pool1d(x, [k], [s], [p], [d], ceil)
+//     -> max_pool2d(x.unsqueeze(-2), [1, k], [1, s], [0, p], [1, d], ceil).squeeze(-2)
+//   avg_pool1d(x, [k], [s], [p], ceil, count_include_pad)
+//     -> avg_pool2d(x.unsqueeze(-2), [1, k], [1, s], [0, p], ceil, count_include_pad).squeeze(-2)
+//   adaptive_avg_pool1d(x, [o]) -> adaptive_avg_pool2d(x.unsqueeze(-2), [1, o]).squeeze(-2)
+//   adaptive_max_pool1d(x, [o]) -> adaptive_max_pool2d(x.unsqueeze(-2), [1, o]), each result
+//                                  .squeeze(-2) (a height of one leaves the indices as they are)
+//   selu(x) -> elu(x, SELU's alpha, SELU's scale, 1)
+//
+// An empty stride means "the kernel size" in both the 1-D and the 2-D pooling ops, so it is passed
+// on empty. The pooling forms need constant int[1] arguments; unsqueeze and squeeze are views and,
+// counted from the end, take an unbatched [C, L] input too.
+#include <optional>
+#include <vector>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/named_value.h>
+
+#include "passes/graph_passes.h"
+
+namespace srt::passes {
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+// How one int[1] argument of the 1-D op becomes the 2-D op's int[2]: [fill, value].
+struct ListArgument {
+  int position;
+  int64_t fill;
+  bool may_be_empty; // an empty list stays empty (pooling strides)
+};
+
+struct PoolingForm {
+  const char* schema;
+  c10::Symbol lowered;
+  std::vector<ListArgument> lists; // every other input is passed on as it is
+  bool appends_none = false;       // the 2-D op takes one more, optional, argument last
+};
+
+const PoolingForm kPoolingForms[] = {
+    {"aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, "
+     "int[1] dilation=1, bool ceil_mode=False) -> Tensor",
+     c10::aten::max_pool2d,
+     {{1, 1, false}, {2, 1, true}, {3, 0, false}, {4, 1, false}}},
+    {"aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, "
+     "bool ceil_mode=False, bool count_include_pad=True) -> Tensor",
+     c10::aten::avg_pool2d,
+     {{1, 1, false}, {2, 1, true}, {3, 0, false}},
+     /*appends_none=*/true}, // divisor_override
+    {"aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor",
+     c10::aten::adaptive_avg_pool2d,
+     {{1, 1, false}}},
+    {"aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)",
+     c10::aten::adaptive_max_pool2d,
+     {{1, 1, false}}},
+};
+
+// The 2-D op's list for one 1-D list argument, when it is a constant the form takes.
+std::optional<std::vector<int64_t>> widened(const Value* value, const ListArgument& argument) {
+  const auto list = torch::jit::constant_as<std::vector<int64_t>>(value);
+  if (list && list->empty() && argument.may_be_empty) {
+    return std::vector<int64_t>{};
+  }
+  if (!list || list->size() != 1) {
+    return std::nullopt;
+  }
+  return std::vector<int64_t>{argument.fill, list->front()};
+}
+
+bool lowerPooling(Graph& graph, Node* pool, const PoolingForm& form) {
+  std::vector<std::vector<int64_t>> lists;
+  for (const ListArgument& argument : form.lists) {
+    auto list = widened(pool->input(argument.position), argument);
+    if (!list) {
+      return false;
+    }
+    lists.push_back(std::move(*list));
+  }
+  torch::jit::WithInsertPoint insert(pool);
+  std::vector<Value*> inputs(pool->inputs().begin(), pool->inputs().end());
+  for (size_t i = 0; i < lists.size(); ++i) {
+    inputs[form.lists[i].position] = graph.insertConstant(lists[i]);
+  }
+  if (form.appends_none) {
+    inputs.push_back(graph.insertConstant(c10::IValue()));
+  }
+  Value* height = graph.insertConstant(int64_t{-2});
+  inputs[0] = graph.insert(c10::aten::unsqueeze, {pool->input(0), height});
+  inputs[0]->setType(c10::TensorType::get());
+  Node* lowered = graph.create(form.lowered, inputs, pool->outputs().size());
+  graph.insertNode(lowered);
+  for (size_t i = 0; i < pool->outputs().size(); ++i) {
+    lowered->output(i)->setType(c10::TensorType::get());
+    Value* squeezed = graph.insert(c10::aten::squeeze, {lowered->output(i), height});
+    squeezed->setType(pool->output(i)->type());
+    pool->output(i)->replaceAllUsesWith(squeezed);
+  }
+  pool->destroy();
+  return true;
+}
+
+// ATen's selu is elu with these constants (its Activation.cpp).
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+bool lowerSelu(Graph& graph, Node* selu) {
+  torch::jit::WithInsertPoint insert(selu);
+  Value* elu = graph.insert(c10::aten::elu, {selu->input(0), kSeluAlpha, kSeluScale, 1.0});
+  elu->setType(selu->output()->type());
+  selu->output()->replaceAllUsesWith(elu);
+  selu->destroy();
+  return true;
+}
+
+bool decompose(Graph& graph, Node* node) {
+  for (const PoolingForm& form : kPoolingForms) {
+    if (node->matches(form.schema)) {
+      return lowerPooling(graph, node, form);
+    }
+  }
+  if (node->matches("aten::selu(Tensor self) -> Tensor")) {
+    return lowerSelu(graph, node);
+  }
+  return false;
+}
+
+void decomposeIn(Graph& graph, torch::jit::Block* block, bool& changed) {
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    Node* node = *it++;
+    for (torch::jit::Block* sub_block : node->blocks()) {
+      decomposeIn(graph, sub_block, changed);
+    }
+    changed |= decompose(graph, node);
+  }
+}
+
+} // namespace
+
+bool decomposeAtenOps(GraphPtr& graph) {
+  bool changed = false;
+  decomposeIn(*graph, graph->block(), changed);
+  return changed;
+}
+
+} // namespace srt::passes

@@ -1,0 +1,91 @@
+// passes/aten_decompositions.cpp: 1-D pooling runs as 2-D pooling over a height of one and selu as
+// elu, with the JIT's values for every argument form; run-time arguments stay as they are.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/kernel_kinds.h"
+#include "harness/pass_testing.h"
+#include "passes/graph_passes.h"
+#include "passes/prepare.h"
+
+namespace srt::testing {
+namespace {
+
+using ops::KernelKind;
+
+// Audio classifiers' pooling after 1-D convolutions, and each argument of each op.
+constexpr const char* kPoolingForms = R"JIT(
+def forward(self, x):
+    a = torch.max_pool1d(x, [3])
+    b = torch.max_pool1d(x, [3], [2], [1], [2], True)
+    c = torch.avg_pool1d(x, [4], [2], [1], True, False)
+    d = torch.avg_pool1d(torch.relu(x), [2])
+    e = torch.adaptive_avg_pool1d(x, [3])
+    f, g = torch.adaptive_max_pool1d(x, [4])
+    return a, b, c, d, e, f, g
+)JIT";
+
+TEST(AtenDecompositions, OneDimensionalPoolingMatchesJit) {
+  expectMatchesJit(kPoolingForms, {{{torch::randn({2, 6, 17})}},
+                                   {{torch::randn({1, 6, 24})}},
+                                   {{torch::randn({5, 11})}}, // unbatched [C, L]
+                                   {{torch::randn({3, 20, 6}).transpose(1, 2)}}});
+  StaticModule module(scriptModule(kPoolingForms));
+  const auto kinds = kernelKinds(module);
+  for (const char* op : {"aten::max_pool1d", "aten::avg_pool1d", "aten::adaptive_avg_pool1d",
+                         "aten::adaptive_max_pool1d"}) {
+    EXPECT_EQ(kinds.count(op), 0u) << op << " left in\n" << module.graph();
+  }
+  for (const char* op : {"aten::max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
+                         "aten::adaptive_max_pool2d"}) {
+    ASSERT_TRUE(kinds.count(op)) << op << " not in\n" << module.graph();
+    EXPECT_EQ(kinds.at(op), std::set<KernelKind>{KernelKind::kOutVariant}) << op;
+  }
+  EXPECT_EQ(module.stats().fallback_nodes, 0u) << module.graph();
+}
+
+// Pooling after a 1-D convolution (conv1d_lowering makes it 2-D too), as audio models write it.
+TEST(AtenDecompositions, PoolingAfterConvolutionMatchesJit) {
+  torch::jit::Module module("ConvPool");
+  module.register_parameter("w", torch::randn({16, 4, 5}) * 0.3, false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv1d(x, self.w, None, 1, 2))
+    return torch.max_pool1d(y, [2]), torch.adaptive_avg_pool1d(y, [1])
+)JIT");
+  module.eval();
+  expectMatchesJit(module, {{{torch::randn({2, 4, 32})}, {}}, {{torch::randn({1, 4, 19})}, {}}}, {},
+                   1e-5);
+}
+
+TEST(AtenDecompositions, SeluIsAtensEluBitForBit) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return torch.selu(x)
+)JIT"));
+  EXPECT_EQ(kernelKinds(module).count("aten::selu"), 0u) << module.graph();
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{3, 70}, {1, 5}, {2, 3, 17}}) {
+    const torch::Tensor x = torch::randn(sizes) * 3.0;
+    for (int call = 0; call < 2; ++call) {
+      EXPECT_TRUE(torch::equal(module({x}).toTensor(), torch::selu(x)));
+    }
+  }
+}
+
+TEST(AtenDecompositions, LeavesRunTimeArgumentsAlone) {
+  auto graph = passes::prepareModule(scriptModule(R"JIT(
+def forward(self, x, k: int):
+    return torch.max_pool1d(x, [k]), torch.avg_pool1d(x, [2])
+)JIT"))
+                   .graph;
+  auto lowered = expectPassPreservesResults(
+      passes::decomposeAtenOps, graph,
+      {{torch::randn({1, 3, 12}), int64_t{3}}, {torch::randn({2, 3, 9}), int64_t{2}}},
+      /*expect_changed=*/true);
+  EXPECT_EQ(countKind(*lowered, "aten::max_pool1d"), 1u) << *lowered;
+  EXPECT_EQ(countKind(*lowered, "aten::avg_pool2d"), 1u) << *lowered;
+}
+
+} // namespace
+} // namespace srt::testing
