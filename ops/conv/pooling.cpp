@@ -13,6 +13,7 @@
 #include <c10/util/accumulate.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/conv/pool_loops.h"
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/parallelism.h"
@@ -180,8 +181,8 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
 
 // Channels-last float32 [N, C, H, W] (what passes/channels_last.cpp keeps between a network's
 // convolutions): each output pixel is the max of its window's pixels, whole rows of C channels at
-// a time, so the inner loop runs over contiguous channels. ATen's channels-last kernel took 1.27 ms
-// on ResNet's 64 x 112 x 112 stem output. False when the input is anything else.
+// a time, so the inner loop runs over contiguous channels (ops/conv/pool_loops.h, on the widest
+// vectors the CPU has). False when the input is anything else.
 bool maxPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   if (self.scalar_type() != at::kFloat || self.dim() != 4 ||
       !self.is_contiguous(at::MemoryFormat::ChannelsLast) || self.is_contiguous()) {
@@ -209,43 +210,24 @@ bool maxPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   float* o = out.data_ptr<float>();
   const int64_t rows = batch * out_h;
   const int64_t reads_per_row = std::max<int64_t>(1, out_w * w.kernel_h * w.kernel_w * channels);
-  splitIfWorthIt(
-      rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
-      static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
-      [&](int64_t begin, int64_t end) {
-        std::vector<uint8_t> nan(channels);
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t n = row / out_h;
-          const int64_t oy = row % out_h;
-          int64_t h_start = oy * w.stride_h - w.pad_h;
-          const int64_t h_end = std::min(h_start + (w.kernel_h - 1) * w.dilation_h + 1, in_h);
-          while (h_start < 0) {
-            h_start += w.dilation_h;
-          }
-          for (int64_t ox = 0; ox < out_w; ++ox) {
-            int64_t w_start = ox * w.stride_w - w.pad_w;
-            const int64_t w_end = std::min(w_start + (w.kernel_w - 1) * w.dilation_w + 1, in_w);
-            while (w_start < 0) {
-              w_start += w.dilation_w;
-            }
-            float* result = o + ((n * out_h + oy) * out_w + ox) * channels;
-            std::fill(result, result + channels, -std::numeric_limits<float>::infinity());
-            std::fill(nan.begin(), nan.end(), 0);
-            for (int64_t y = h_start; y < h_end; y += w.dilation_h) {
-              for (int64_t x = w_start; x < w_end; x += w.dilation_w) {
-                const float* pixel = in + ((n * in_h + y) * in_w + x) * channels;
-                for (int64_t c = 0; c < channels; ++c) {
-                  result[c] = std::max(result[c], pixel[c]);
-                  nan[c] |= std::isnan(pixel[c]);
-                }
-              }
-            }
-            for (int64_t c = 0; c < channels; ++c) {
-              result[c] = nan[c] ? std::numeric_limits<float>::quiet_NaN() : result[c];
-            }
-          }
-        }
-      });
+  splitIfWorthIt(rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
+                 static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   const pooling::WindowAxis width{w.kernel_w, w.stride_w, w.pad_w, w.dilation_w};
+                   for (int64_t row = begin; row < end; ++row) {
+                     const int64_t n = row / out_h;
+                     const int64_t oy = row % out_h;
+                     int64_t h_start = oy * w.stride_h - w.pad_h;
+                     const int64_t h_end =
+                         std::min(h_start + (w.kernel_h - 1) * w.dilation_h + 1, in_h);
+                     while (h_start < 0) {
+                       h_start += w.dilation_h;
+                     }
+                     pooling::maxPoolChannelsLastRow(
+                         in + n * in_h * in_w * channels, in_w, channels, h_start, h_end,
+                         w.dilation_h, width, out_w, o + (n * out_h + oy) * out_w * channels);
+                   }
+                 });
   return true;
 }
 

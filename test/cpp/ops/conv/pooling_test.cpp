@@ -77,8 +77,9 @@ def forward(self, x):
   expectKinds(source, {{"aten::max_pool2d", KernelKind::kOutVariant}});
 }
 
-// The contiguous float32 loop against ATen's kernel: NaN wins its window, -inf stays, padding
-// never wins, 3-D input, ceil mode's partial windows.
+// The contiguous and channels-last float32 loops against ATen's kernel: NaN wins its window, -inf
+// stays, padding never wins, 3-D input, ceil mode's partial windows; channel counts of whole
+// vectors and a tail (37 = 2 x 16 + 5).
 TEST(ConvPool, MaxPool2dLoopMatchesAtenWithNanAndInf) {
   StaticModule module(scriptModule(R"JIT(
 def forward(self, x):
@@ -88,7 +89,12 @@ def forward(self, x):
   x[0][1][2][3] = std::nanf("");
   x[1][2][8][10] = std::nanf("");
   x[1][0].fill_(-std::numeric_limits<float>::infinity());
-  for (const at::Tensor& input : {x, x[1], x.contiguous(at::MemoryFormat::ChannelsLast)}) {
+  at::Tensor wide = -torch::rand({2, 37, 7, 10}) - 1;
+  wide[1][20][3][4] = std::nanf("");
+  wide[0][36][6][9] = std::nanf("");
+  wide[0][33].fill_(-std::numeric_limits<float>::infinity());
+  for (const at::Tensor& input : {x, x[1], x.contiguous(at::MemoryFormat::ChannelsLast),
+                                  wide.contiguous(at::MemoryFormat::ChannelsLast)}) {
     for (int run = 0; run < 2; ++run) {
       const auto outputs = module({input}).toTupleRef().elements();
       const at::Tensor expected[] = {at::max_pool2d(input, {2}),
