@@ -107,6 +107,9 @@ bool fuseMultiheadAttentionModules(GraphPtr& graph);
 // (rank_folding.cpp).
 bool foldKnownRanks(GraphPtr& graph);
 
+// aten::size(t, d) -> a constant where the graph fixes the size (size_folding.cpp).
+bool foldKnownSizes(GraphPtr& graph);
+
 // Hand-written layer norm (mean, variance, root, affine) as one aten::layer_norm.
 bool fuseLayerNorm(GraphPtr& graph);
 

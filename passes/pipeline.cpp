@@ -31,6 +31,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After multihead_attention_module, whose fused op fixes the rank of what follows it (and
       // which needs the asserts this folds): drops `x.dim() == 3` checks the graph already proves.
       {"rank_folding", foldKnownRanks},
+      // After rank_folding, whose ranks some size facts need; before the fusions and weight
+      // packing, which then see the constant weights sizes select (cross-attention's split).
+      {"size_folding", foldKnownSizes},
       // Before element-wise fusion, which would otherwise take the normalization's tail, and
       // before attention fusion, whose input is often this layer norm's output.
       {"layer_norm_fusion", fuseLayerNorm},

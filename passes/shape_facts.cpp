@@ -417,6 +417,18 @@ std::optional<int64_t> knownSize(const Value* tensor, int64_t dim) {
   return std::nullopt;
 }
 
+std::optional<int64_t> lastSizeReadIn(const Value* tensor, const torch::jit::Block* block) {
+  for (const torch::jit::Use& use : tensor->uses()) {
+    const Node* user = use.user;
+    if (use.offset == 0 && user->matches(kLinear) && user->owningBlock() == block) {
+      if (const std::optional<int64_t> in = knownSize(user->input(1), 1)) {
+        return in;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<SizeOf> sizeOf(const Value* value) {
   const Node* node = value->node();
   if (isKind(node, "aten::size") && node->inputs().size() == 2) {

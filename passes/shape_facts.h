@@ -12,6 +12,7 @@
 #include <optional>
 
 namespace torch::jit {
+struct Block;
 struct Value;
 } // namespace torch::jit
 
@@ -28,6 +29,12 @@ std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank);
 
 // Size `dim` (negative counts from the end) of a tensor value, when the graph fixes it.
 std::optional<int64_t> knownSize(const torch::jit::Value* tensor, int64_t dim);
+
+// tensor.size(-1) wherever `block` runs, when a linear in `block` reads `tensor` with a weight
+// whose input size the graph fixes: linear(tensor, W) raises unless tensor.size(-1) ==
+// W.size(1). (knownSize takes such readers only in the block defining `tensor`.)
+std::optional<int64_t> lastSizeReadIn(const torch::jit::Value* tensor,
+                                      const torch::jit::Block* block);
 
 // The value of an int or float expression (constants, tensor sizes the graph fixes, + - * / //,
 // sqrt, pow, int/float casts), when it is a compile-time number.
