@@ -21,6 +21,7 @@
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
 #include "ops/elementwise/fast_path.h"
+#include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops {
 namespace {
@@ -323,17 +324,33 @@ bool globalAvgPoolChannelsLastFloat(ProcessedNode& p, const at::Tensor& self,
   at::native::resize_(out, {batch, channels, 1, 1}, at::MemoryFormat::ChannelsLast);
   const float* in = self.data_ptr<float>();
   float* o = floatData(out);
-  float* sums = static_cast<float*>(p.scratch(static_cast<size_t>(channels) * sizeof(float)));
+  // Each thread sums a range of pixels: after a convolution split over the threads, each one's
+  // part of the image is in its own core's cache.
+  const int64_t parts = std::min<int64_t>(
+      pixels, threadsFor(static_cast<double>(pixels * channels) * kNanosecondsPerElement));
+  float* sums =
+      static_cast<float*>(p.scratch(static_cast<size_t>(parts * channels) * sizeof(float)));
   for (int64_t n = 0; n < batch; ++n) {
-    std::fill_n(sums, channels, 0.f);
-    for (int64_t i = 0; i < pixels; ++i) {
-      const float* row = in + (n * pixels + i) * channels;
-      for (int64_t c = 0; c < channels; ++c) {
-        sums[c] += row[c];
+    const float* image = in + n * pixels * channels;
+    std::fill_n(sums, parts * channels, 0.f);
+    const auto sum_parts = [&](int64_t begin, int64_t end) {
+      for (int64_t part = begin; part < end; ++part) {
+        const int64_t first = pixels * part / parts;
+        const int64_t last = pixels * (part + 1) / parts;
+        vec::sumRows(image + first * channels, last - first, channels, sums + part * channels);
       }
+    };
+    if (parts > 1) {
+      at::parallel_for(0, parts, 1, sum_parts);
+    } else {
+      sum_parts(0, 1);
     }
     for (int64_t c = 0; c < channels; ++c) {
-      o[n * channels + c] = sums[c] / static_cast<float>(pixels);
+      float total = sums[c];
+      for (int64_t part = 1; part < parts; ++part) {
+        total += sums[part * channels + c];
+      }
+      o[n * channels + c] = total / static_cast<float>(pixels);
     }
   }
   return true;

@@ -2,6 +2,7 @@
 // contiguous float32 operands, or one float32 tensor and a real scalar, run the vectorized loops;
 // everything else (broadcasting, other dtypes, strides, rounding modes) runs `at::cpu::*_out`.
 #include <ATen/CPUFunctions.h>
+#include <ATen/ops/resize_native.h>
 
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
@@ -48,11 +49,38 @@ template <bool kSubtract> void addScalar(ProcessedNode& p) {
   }
 }
 
+// image * scale for a channels-last float32 image [N, C, H, W] and one factor per channel
+// (float32 [N or 1, C, 1, 1]): squeeze-excitation's scaling, x * s or s * x. One product per
+// element, as ATen's broadcasting loop computes it (efficientnet_b0's 16 of them: 811 us), into
+// a channels-last result as ATen lays it out. False for anything else.
+bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor& scale) {
+  if (image.scalar_type() != at::kFloat || scale.scalar_type() != at::kFloat || image.dim() != 4 ||
+      scale.dim() != 4 || !image.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+      image.is_contiguous() || !scale.is_contiguous() || scale.size(1) != image.size(1) ||
+      scale.size(2) != 1 || scale.size(3) != 1 ||
+      (scale.size(0) != 1 && scale.size(0) != image.size(0))) {
+    return false;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, image);
+  at::native::resize_(out, image.sizes(), at::MemoryFormat::ChannelsLast);
+  const int64_t channels = image.size(1);
+  const int64_t pixels = image.size(2) * image.size(3);
+  for (int64_t n = 0; n < image.size(0); ++n) {
+    vec::scaleRows(floatData(image) + n * pixels * channels,
+                   floatData(scale) + (scale.size(0) == 1 ? 0 : n * channels),
+                   floatData(out) + n * pixels * channels, pixels, channels);
+  }
+  return true;
+}
+
 void mulTensor(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const at::Tensor& other = p.input(1).toTensor();
   if (isSameShapeContiguousFloat(self, other)) {
     mapToOutput(p, vec::BinaryOp::kMul, self, other);
+    return;
+  }
+  if (mulChannelScale(p, self, other) || mulChannelScale(p, other, self)) {
     return;
   }
   at::cpu::mul_out(outputTensor(p, 0, self.options().dtype(at::native::result_type(self, other))),

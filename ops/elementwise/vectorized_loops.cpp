@@ -26,6 +26,8 @@ namespace srt::ops::vec {
   float dotLoop(const float* x, const float* y, int64_t n);                                        \
   void rowTimesMatrixLoop(const float* x, const float* w, int64_t ld, const float* bias, float* y, \
                           int64_t k, int64_t n);                                                   \
+  void scaleRowsLoop(const float* x, const float* scale, float* out, int64_t rows, int64_t n);     \
+  void sumRowsLoop(const float* x, int64_t rows, int64_t n, float* sums);                          \
   }
 SRT_DECLARE_CAPABILITY_LOOPS(DEFAULT)
 SRT_DECLARE_CAPABILITY_LOOPS(AVX2)
@@ -43,13 +45,15 @@ struct Loops {
   decltype(&DEFAULT::layerNormRowsLoop) layer_norm_rows;
   decltype(&DEFAULT::dotLoop) dot;
   decltype(&DEFAULT::rowTimesMatrixLoop) row_times_matrix;
+  decltype(&DEFAULT::scaleRowsLoop) scale_rows;
+  decltype(&DEFAULT::sumRowsLoop) sum_rows;
 };
 
 #define SRT_CAPABILITY_LOOPS(capability)                                                           \
   Loops {                                                                                          \
 #capability, capability::unaryLoop, capability::binaryLoop, capability::ternaryLoop,           \
         capability::softmaxRowsLoop, capability::layerNormRowsLoop, capability::dotLoop,           \
-        capability::rowTimesMatrixLoop                                                             \
+        capability::rowTimesMatrixLoop, capability::scaleRowsLoop, capability::sumRowsLoop         \
   }
 constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
 constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
@@ -155,6 +159,17 @@ float dot(const float* x, const float* y, int64_t n) {
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n) {
   widestLoops().row_times_matrix(x, w, ld, bias, y, k, n);
+}
+
+void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n) {
+  const auto fn = widestLoops().scale_rows;
+  splitRowsOverThreads(rows, n, [&](int64_t begin, int64_t end) {
+    fn(x + begin * n, scale, out + begin * n, end - begin, n);
+  });
+}
+
+void sumRows(const float* x, int64_t rows, int64_t n, float* sums) {
+  widestLoops().sum_rows(x, rows, n, sums);
 }
 
 UnaryOp powFormula(double exponent, Params* params) {

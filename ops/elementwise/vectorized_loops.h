@@ -106,6 +106,15 @@ constexpr int64_t kRowTimesMatrixAlignment = 16;
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n);
 
+// out[r, i] = x[r, i] * scale[i] over `rows` contiguous rows of n floats (a channels-last image
+// times one factor per channel: squeeze-excitation's scaling). One product per element, so
+// ATen's bits on any capability: it runs on the widest, rows split over the intra-op threads.
+void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n);
+
+// sums[i] += x[0, i] + x[1, i] + ... over `rows` contiguous rows of n floats, each column summed
+// in row order (the same bits on any capability, so on the widest). On the caller's thread.
+void sumRows(const float* x, int64_t rows, int64_t n, float* sums);
+
 // The CPU capability whose build of the loops runs: "DEFAULT", "AVX2" or "AVX512"; ATen's, so
 // that element-wise results are ATen's to the bit.
 const char* capability();

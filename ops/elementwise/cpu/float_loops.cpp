@@ -217,5 +217,53 @@ float dotLoop(const float* x, const float* y, int64_t n) {
   return sum;
 }
 
+void scaleRowsLoop(const float* x, const float* scale, float* out, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    float* result = out + r * n;
+    int64_t i = 0;
+    for (; i + Vec::size() <= n; i += Vec::size()) {
+      (Vec::loadu(row + i) * Vec::loadu(scale + i)).store(result + i);
+    }
+    for (; i < n; ++i) {
+      result[i] = row[i] * scale[i];
+    }
+  }
+}
+
+void sumRowsLoop(const float* x, int64_t rows, int64_t n, float* sums) {
+  int64_t i = 0;
+  // Four vectors of columns at a time: each row adds one load per accumulator.
+  for (; i + 4 * Vec::size() <= n; i += 4 * Vec::size()) {
+    Vec acc[4];
+    for (int v = 0; v < 4; ++v) {
+      acc[v] = Vec::loadu(sums + i + v * Vec::size());
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * n + i;
+      for (int v = 0; v < 4; ++v) {
+        acc[v] = acc[v] + Vec::loadu(row + v * Vec::size());
+      }
+    }
+    for (int v = 0; v < 4; ++v) {
+      acc[v].store(sums + i + v * Vec::size());
+    }
+  }
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    Vec acc = Vec::loadu(sums + i);
+    for (int64_t r = 0; r < rows; ++r) {
+      acc = acc + Vec::loadu(x + r * n + i);
+    }
+    acc.store(sums + i);
+  }
+  for (; i < n; ++i) {
+    float acc = sums[i];
+    for (int64_t r = 0; r < rows; ++r) {
+      acc += x[r * n + i];
+    }
+    sums[i] = acc;
+  }
+}
+
 } // namespace CPU_CAPABILITY
 } // namespace srt::ops::vec

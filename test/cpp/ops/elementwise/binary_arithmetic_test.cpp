@@ -134,5 +134,32 @@ TEST(ElementwiseBinary, FastPathAgreesWithAtenPath) {
   }
 }
 
+// Squeeze-excitation's scaling: a channels-last image times one factor per channel, either order,
+// per image or shared, whole vectors of channels and a tail (37): ATen's bits and layout, run
+// after run; other shapes and layouts keep ATen's broadcasting loop.
+TEST(ElementwiseBinary, ChannelScaleOfChannelsLastImages) {
+  StaticModule module(scriptModule(forwardReturning("x, s, t", "(x * s, s * x, x * t)")));
+  for (const auto& [batch, channels] : std::vector<std::pair<int64_t, int64_t>>{{2, 37}, {1, 64}}) {
+    const at::Tensor x =
+        torch::randn({batch, channels, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor s = torch::rand({batch, channels, 1, 1});
+    const at::Tensor t = torch::rand({1, channels, 1, 1});
+    for (int run = 0; run < 2; ++run) {
+      const auto outputs = module({x, s, t}).toTupleRef().elements();
+      const at::Tensor expected[] = {x * s, s * x, x * t};
+      for (size_t i = 0; i < 3; ++i) {
+        const at::Tensor actual = outputs[i].toTensor();
+        EXPECT_TRUE(torch::equal(actual, expected[i])) << i;
+        EXPECT_EQ(actual.strides(), expected[i].strides()) << i;
+      }
+    }
+  }
+  // A contiguous image and a non-broadcast shape take ATen's loop, with its results.
+  const at::Tensor plain = torch::randn({2, 3, 4, 4});
+  const at::Tensor rows = torch::randn({2, 3, 4, 1});
+  const auto outputs = module({plain, rows, torch::rand({1, 3, 1, 1})}).toTupleRef().elements();
+  EXPECT_TRUE(torch::equal(outputs[0].toTensor(), plain * rows));
+}
+
 } // namespace
 } // namespace srt::testing
