@@ -1,12 +1,13 @@
-// aten::zeros, ones, full, their new_* forms and aten::empty with a run-time size
-// (`torch.zeros(x.size(0), 8)`, `x.new_zeros(n, m)`): out-variant kernels filling the node's
-// reused output. Sizes known when the module is built are folded to constants before this; these
-// are the ones that depend on the inputs.
+// aten::zeros, ones, full, their new_* and *_like forms and aten::empty with a run-time size
+// (`torch.zeros(x.size(0), 8)`, `x.new_zeros(n, m)`, `torch.full_like(scores, -inf)`):
+// out-variant kernels filling the node's reused output. Sizes known when the module is built are
+// folded to constants before this; these are the ones that depend on the inputs.
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/core/out_variant.h"
 #include "ops/core/registry.h"
 #include "ops/creation/placement.h"
 #include "ops/elementwise/fast_path.h"
@@ -76,6 +77,39 @@ void newFull(ProcessedNode& p) {
   fillOutput(p, sizes, 3, self.scalar_type(), self.device(), p.input(2).toScalar());
 }
 
+// zeros_like / ones_like / empty_like (self, *, dtype, layout, device, pin_memory,
+// memory_format) and full_like (self, fill_value, *, ...): self's sizes and layout
+// (memory_format=preserve) and, unless given, its dtype. A placement or memory format declines
+// the node (likeFactory): those are not this runtime's to make.
+void fillLike(ProcessedNode& p, size_t dtype_input, const c10::optional<c10::Scalar>& value) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const c10::IValue& dtype = p.input(dtype_input);
+  at::Tensor& out = outputTensor(
+      p, 0, dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType()));
+  resizePreservingLayout(out, self);
+  if (value && out.numel() > 0) {
+    out.fill_(*value);
+  }
+}
+
+template <int kFill> void filledLike(ProcessedNode& p) {
+  fillLike(p, 1, kFill < 0 ? c10::nullopt : c10::optional<c10::Scalar>(kFill));
+}
+
+void fullLike(ProcessedNode& p) {
+  fillLike(p, 2, p.input(1).toScalar());
+}
+
+// The *_like node when everything after its dtype is None.
+std::optional<KernelFunction> likeFactory(const Node* node, size_t dtype_input,
+                                          KernelFunction kernel) {
+  if (node->inputs().size() != dtype_input + 5 || !noneFrom(node, dtype_input + 1) ||
+      node->input(0)->type()->kind() != c10::TypeKind::TensorType) {
+    return std::nullopt;
+  }
+  return kernel;
+}
+
 // The unnamed overload with `arguments` inputs (zeros.names, full.out ... decline); aten::empty's
 // memory_format must be None or contiguous, the layout its kernel makes.
 std::optional<KernelFunction> takeOverload(const Node* node, const char* overload, size_t arguments,
@@ -122,6 +156,18 @@ SRT_REGISTER_KERNEL("aten::new_ones", kOutVariant, [](const Node* node, const Ke
 });
 SRT_REGISTER_KERNEL("aten::new_empty", kOutVariant, [](const Node* node, const KernelOptions&) {
   return takeOverload(node, "", 6, newFilled<-1>);
+});
+SRT_REGISTER_KERNEL("aten::zeros_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return likeFactory(node, 1, filledLike<0>);
+});
+SRT_REGISTER_KERNEL("aten::ones_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return likeFactory(node, 1, filledLike<1>);
+});
+SRT_REGISTER_KERNEL("aten::empty_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return likeFactory(node, 1, filledLike<-1>);
+});
+SRT_REGISTER_KERNEL("aten::full_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return likeFactory(node, 2, fullLike);
 });
 SRT_REGISTER_KERNEL("aten::new_full", kOutVariant, [](const Node* node, const KernelOptions&) {
   return takeOverload(node, "", 7, newFull);

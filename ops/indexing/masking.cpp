@@ -1,7 +1,7 @@
 // Masks as attention code builds them: logical_or of padding and causal masks, masked_fill of
-// scores, logical_not of a padding mask, zeros_like for an additive mask, tril/triu for a causal
-// one. Out-variant kernels into last run's tensor.
-#include <cstring>
+// scores, logical_not of a padding mask, tril/triu for a causal one (zeros_like for an additive
+// mask is with the other filled tensors, ops/creation/filled_tensors.cpp). Out-variant kernels
+// into last run's tensor.
 
 #include <ATen/CPUFunctions.h>
 #include <ATen/ExpandUtils.h>
@@ -50,26 +50,6 @@ void maskedFillTensor(ProcessedNode& p) {
   maskedFill(p, value.item());
 }
 
-// zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None).
-// Declines anything but a dtype: other placements are not this runtime's to make.
-std::optional<KernelFunction> zerosLike(const Node* node, const KernelOptions&) {
-  if (!noneFrom(node, 2)) {
-    return std::nullopt;
-  }
-  return [](ProcessedNode& p) {
-    const at::Tensor& self = p.input(0).toTensor();
-    const c10::IValue& dtype = p.input(1);
-    const auto options =
-        dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
-    at::Tensor& out = contiguousOutput(p, 0, self.sizes(), options);
-    // All-zero bits are zero for every dense dtype. An empty output may have no storage at all
-    // (a null data pointer, which memset must not be given even for 0 bytes: UBSan).
-    if (out.nbytes() > 0) {
-      std::memset(out.data_ptr(), 0, out.nbytes());
-    }
-  };
-}
-
 // tril / triu(self, diagonal=0): a causal mask built from the sequence length.
 template <at::Tensor& (*TriangleOut)(at::Tensor&, const at::Tensor&, int64_t)>
 void triangle(ProcessedNode& p) {
@@ -86,6 +66,5 @@ SRT_REGISTER_KERNEL("aten::logical_not", kOutVariant, tensorOverload<logicalNot>
 SRT_REGISTER_KERNEL("aten::masked_fill", kOutVariant, [](const Node* node, const KernelOptions&) {
   return kernelForOverload(node, {{"Scalar", maskedFillScalar}, {"Tensor", maskedFillTensor}});
 });
-SRT_REGISTER_KERNEL("aten::zeros_like", kOutVariant, zerosLike);
 
 } // namespace srt::ops

@@ -1,5 +1,5 @@
-// Out-variant zeros / ones / full with run-time sizes (ops/creation/filled_tensors.cpp) against the
-// JIT.
+// Out-variant zeros / ones / full with run-time sizes and the *_like forms
+// (ops/creation/filled_tensors.cpp) against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -93,6 +93,44 @@ def forward(self, n: int):
         << error.what();
   }
   EXPECT_TRUE(torch::equal(runtime({2}).toTensor(), torch::ones({2, 2})));
+}
+
+// *_like: self's sizes and layout (channels-last stays), self's dtype unless one is given, the
+// fill value's kind not deciding it; empty_like's sizes and dtype (its bytes are undefined).
+TEST(FilledTensors, LikeFormsWithAndWithoutDtype) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return (torch.zeros_like(x), torch.zeros_like(x, dtype=7), torch.ones_like(x),
+            torch.full_like(x, -3), torch.full_like(x, 2.5, dtype=7), torch.empty_like(x).size())
+)JIT";
+  expectMatchesJit(source,
+                   {{{torch::randn({2, 3})}},
+                    {{torch::randint(0, 5, {4})}},
+                    {{torch::randn({0, 2})}},
+                    {{torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast)}}});
+  StaticModule module(scriptModule(source));
+  for (const char* op :
+       {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like"}) {
+    EXPECT_EQ(kernelKinds(module).at(op), std::set<KernelKind>{KernelKind::kOutVariant}) << op;
+  }
+  const at::Tensor image = torch::randn({1, 3, 2, 2}).contiguous(at::MemoryFormat::ChannelsLast);
+  for (int call = 0; call < 2; ++call) {
+    const auto outputs = module({image}).toTupleRef().elements();
+    EXPECT_EQ(outputs[3].toTensor().strides(), torch::full_like(image, -3).strides());
+    EXPECT_EQ(outputs[3].toTensor().scalar_type(), at::kFloat);
+  }
+}
+
+// A device, layout or memory format is not this runtime's to make: the JIT operator runs it.
+TEST(FilledTensors, LikeFormsWithAPlacementFallBack) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.zeros_like(x, device=torch.device("cpu")), torch.ones_like(x, memory_format=0)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2})}}, {{torch::randn({3, 1})}}});
+  StaticModule module(scriptModule(source));
+  EXPECT_EQ(module.stats().fallback_ops.at("aten::zeros_like"), 1u);
+  EXPECT_EQ(module.stats().fallback_ops.at("aten::ones_like"), 1u);
 }
 
 } // namespace

@@ -1,4 +1,4 @@
-// logical_or, masked_fill and zeros_like against the JIT.
+// logical_or, masked_fill, logical_not and tril/triu against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -52,25 +52,6 @@ def forward(self, x, diagonal: int):
   expectKinds(source, {{"aten::tril", KernelKind::kOutVariant},
                        {"aten::triu", KernelKind::kOutVariant},
                        {"aten::ones", KernelKind::kOutVariant}});
-}
-
-TEST(Masking, ZerosLikeWithAndWithoutDtype) {
-  const char* source = R"JIT(
-def forward(self, x):
-    return torch.zeros_like(x), torch.zeros_like(x, dtype=7)  # 7: torch.float64
-)JIT";
-  expectMatchesJit(
-      source, {{{torch::randn({2, 3})}}, {{torch::randint(0, 5, {4})}}, {{torch::randn({0, 2})}}});
-  EXPECT_EQ(outVariantNodes(source), 2u);
-}
-
-TEST(Masking, ZerosLikeWithADeviceFallsBack) {
-  const char* source = R"JIT(
-def forward(self, x):
-    return torch.zeros_like(x, device=torch.device("cpu"))
-)JIT";
-  expectMatchesJit(source, {{{torch::randn({2})}}, {{torch::randn({3, 1})}}});
-  EXPECT_EQ(outVariantNodes(source), 0u);
 }
 
 } // namespace
