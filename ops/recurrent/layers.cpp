@@ -88,7 +88,7 @@ public:
       call.steps = batch_sizes.numel();
       call.batch = call.batch_sizes[0];
       rows = x.size(0);
-      out_sizes = {rows, w.numDirections() * w.hidden, 0};
+      out_sizes = {rows, w.numDirections() * w.stateSize(), 0};
       out_dims = 2;
     } else {
       if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.dim() != 3 || x.size(2) != input_size ||
@@ -100,7 +100,7 @@ public:
       call.batch = x.size(batch_first_ ? 0 : 1);
       call.batch_first = batch_first_;
       rows = call.steps * call.batch;
-      out_sizes = {x.size(0), x.size(1), w.numDirections() * w.hidden};
+      out_sizes = {x.size(0), x.size(1), w.numDirections() * w.stateSize()};
     }
     const int64_t states = static_cast<int64_t>(w.layers.size()) * w.numDirections();
     const bool lstm = w.mode == RecurrentMode::kLstm;
@@ -113,10 +113,10 @@ public:
         fallback_(p);
         return;
       }
-      h0 = initialState(hx[0].toTensor(), states, call.batch, w.hidden);
+      h0 = initialState(hx[0].toTensor(), states, call.batch, w.stateSize());
       c0 = initialState(hx[1].toTensor(), states, call.batch, w.hidden);
     } else {
-      h0 = initialState(p.input(hx_index).toTensor(), states, call.batch, w.hidden);
+      h0 = initialState(p.input(hx_index).toTensor(), states, call.batch, w.stateSize());
     }
     if (!h0 || (lstm && !c0)) {
       fallback_(p);
@@ -125,7 +125,7 @@ public:
     const at::Tensor input = x.contiguous();
     at::Tensor& out =
         contiguousOutput(p, 0, at::IntArrayRef(out_sizes.data(), out_dims), x.options());
-    at::Tensor& h_n = contiguousOutput(p, 1, {states, call.batch, w.hidden}, x.options());
+    at::Tensor& h_n = contiguousOutput(p, 1, {states, call.batch, w.stateSize()}, x.options());
     call.input = input.data_ptr<float>();
     call.h0 = h0->data_ptr<float>();
     call.output = out.data_ptr<float>();

@@ -30,8 +30,10 @@ struct ScratchLayout {
   size_t layer_out[2] = {0, 0}; // hidden states of the layers below the last, alternating
   size_t hidden_proj = 0;       // per direction [batch, padded gate width]: one step's h @ w_hh^T
   size_t hidden_proj_bytes = 0; // of one direction
-  size_t h_state = 0;           // per direction [batch, hidden]: the running hidden state
-  size_t zeros = 0;             // [batch, hidden] zeros: the initial state when none is given
+  size_t h_state = 0;           // per direction [batch, state size]: the running hidden state
+  size_t unprojected = 0;       // per direction [batch, hidden] + a padded row: before w_hr
+  size_t unprojected_bytes = 0; // of one direction (0 without a projection)
+  size_t zeros = 0;             // [batch, max(hidden, state)] zeros: h0 / c0 when none is given
   size_t bytes = 0;
 };
 
@@ -46,15 +48,22 @@ ScratchLayout layoutFor(const RecurrentWeights& w, int64_t steps, int64_t batch)
   offset += floatBytes(rows * directions * w.gateWidth() + kColumnBlock);
   for (int64_t i = 0; i < std::min<int64_t>(layers - 1, 2); ++i) {
     s.layer_out[i] = offset;
-    offset += floatBytes(rows * directions * w.hidden);
+    offset += floatBytes(rows * directions * w.stateSize());
   }
   s.hidden_proj = offset; // one per direction: the directions may run on two threads
   s.hidden_proj_bytes = floatBytes(batch * w.paddedGateWidth());
   offset += directions * s.hidden_proj_bytes;
   s.h_state = offset;
-  offset += directions * floatBytes(batch * w.hidden);
+  offset += directions * floatBytes(batch * w.stateSize());
+  s.unprojected = offset;
+  if (w.proj_size > 0) {
+    // The gates' h rows, then one projected row in whole column blocks.
+    s.unprojected_bytes = floatBytes(batch * w.hidden + (w.proj_size + kColumnBlock - 1) /
+                                                            kColumnBlock * kColumnBlock);
+    offset += directions * s.unprojected_bytes;
+  }
   s.zeros = offset;
-  offset += floatBytes(batch * w.hidden);
+  offset += floatBytes(batch * std::max(w.hidden, w.stateSize()));
   s.bytes = offset;
   return s;
 }
@@ -80,23 +89,24 @@ void projectInputs(const LayerWeights& lw, const float* x, int64_t rows, int64_t
 }
 
 // One direction of one layer over every step: hidden projection, then the gates per batch row.
-// Writes its `hidden` columns of layer_out's rows, its state of h_n and c_n. The hidden state
-// runs in h_state ([batch, hidden], contiguous whatever the row order), so that a packed
+// Writes its stateSize() columns of layer_out's rows, its state of h_n and c_n. The hidden state
+// runs in h_state ([batch, stateSize()], contiguous whatever the row order), so that a packed
 // sequence's finished rows keep their last state and its rows that start late (in the reverse
 // direction) start from h0.
 void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t layer, int64_t d,
                   const float* projections, float* layer_out, float* hidden_proj, float* h_state,
-                  const float* zeros) {
+                  float* unprojected, const float* zeros) {
   const LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
   const DirectionWeights& dw = lw.directions[static_cast<size_t>(d)];
   const int64_t steps = call.steps;
   const int64_t batch = call.batch;
   const int64_t hidden = w.hidden;
+  const int64_t state_size = w.stateSize(); // of h: hidden, or proj_size
   const int64_t directions = w.numDirections();
   const int64_t gate_width = w.gateWidth();
   const int64_t padded_width = w.paddedGateWidth();
   const int64_t proj_width = directions * gate_width;
-  const int64_t out_width = directions * hidden;
+  const int64_t out_width = directions * state_size;
   // Row of (step t, batch entry b) in the input, projection and output orders: padded
   // [steps, batch] or [batch, steps]; packed, the steps' rows one after another.
   const int64_t step_stride = call.batch_first ? 1 : batch;
@@ -111,12 +121,17 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
   const float* bias = dw.bias.data_ptr<float>();
   const float* bias_hn = dw.bias_hn.defined() ? dw.bias_hn.data_ptr<float>() : nullptr;
   const float* w_hh_blocked = dw.w_hh_blocked.data_ptr<float>();
+  const float* w_hr_blocked =
+      dw.w_hr_blocked.defined() ? dw.w_hr_blocked.data_ptr<float>() : nullptr;
+  const int64_t padded_state =
+      dw.w_hr_blocked.defined() ? dw.w_hr_blocked.size(0) * kColumnBlock : 0;
+  float* projected_row = unprojected + batch * hidden;
   float* c = nullptr;
   if (w.mode == RecurrentMode::kLstm) {
     c = call.c_n + state * batch * hidden;
     std::copy_n(call.c0 != nullptr ? call.c0 + state * batch * hidden : zeros, batch * hidden, c);
   }
-  std::copy_n(call.h0 != nullptr ? call.h0 + state * batch * hidden : zeros, batch * hidden,
+  std::copy_n(call.h0 != nullptr ? call.h0 + state * batch * state_size : zeros, batch * state_size,
               h_state);
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = d == 0 ? i : steps - 1 - i;
@@ -134,22 +149,30 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
     }
     const int64_t row_stride = call.batch_sizes != nullptr ? 1 : batch_stride;
     if (active == 1) {
-      rowTimesBlocks(h_state, w_hh_blocked, hidden, padded_width, hidden_proj);
+      rowTimesBlocks(h_state, w_hh_blocked, state_size, padded_width, hidden_proj);
     } else if (active <= kMaxRowsPerRowProducts) {
-      rowsTimesBlocks(h_state, hidden, active, w_hh_blocked, hidden, padded_width, hidden_proj,
-                      padded_width);
+      rowsTimesBlocks(h_state, state_size, active, w_hh_blocked, state_size, padded_width,
+                      hidden_proj, padded_width);
     } else {
-      gemmTransposedWeight(active, gate_width, hidden, h_state, hidden, dw.w_hh.data_ptr<float>(),
-                           hidden_proj, padded_width);
+      gemmTransposedWeight(active, gate_width, state_size, h_state, state_size,
+                           dw.w_hh.data_ptr<float>(), hidden_proj, padded_width);
     }
     for (int64_t b = 0; b < active; ++b) {
       const int64_t row = first_row + b * row_stride;
       const float* x_proj = projections + row * proj_width + d * gate_width;
       const float* h_proj = hidden_proj + b * padded_width;
-      float* h = layer_out + row * out_width + d * hidden;
+      float* h = layer_out + row * out_width + d * state_size;
       switch (w.mode) {
       case RecurrentMode::kLstm:
-        lstmGates(x_proj, h_proj, bias, c + b * hidden, h, hidden);
+        if (w_hr_blocked != nullptr) {
+          // h = w_hr @ (o * tanh(c)): the gates' h, then its projection.
+          float* gates_h = unprojected + b * hidden;
+          lstmGates(x_proj, h_proj, bias, c + b * hidden, gates_h, hidden);
+          rowTimesBlocks(gates_h, w_hr_blocked, hidden, padded_state, projected_row);
+          std::copy_n(projected_row, state_size, h);
+        } else {
+          lstmGates(x_proj, h_proj, bias, c + b * hidden, h, hidden);
+        }
         break;
       case RecurrentMode::kGru:
         gruGates(x_proj, h_proj, bias, bias_hn, h_state + b * hidden, h, hidden);
@@ -159,11 +182,11 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
         rnnGates(x_proj, h_proj, bias, h, hidden, w.mode == RecurrentMode::kRnnRelu);
         break;
       }
-      std::copy_n(h, hidden, h_state + b * hidden);
+      std::copy_n(h, state_size, h_state + b * state_size);
     }
   }
   if (call.h_n != nullptr) {
-    std::copy_n(h_state, batch * hidden, call.h_n + state * batch * hidden);
+    std::copy_n(h_state, batch * state_size, call.h_n + state * batch * state_size);
   }
 }
 
@@ -182,7 +205,7 @@ void runRecurrent(const RecurrentWeights& w, const RecurrentCall& call, void* sc
   float* projections = reinterpret_cast<float*>(scratch + s.projections);
   float* zeros = reinterpret_cast<float*>(scratch + s.zeros);
   if (call.h0 == nullptr || (w.mode == RecurrentMode::kLstm && call.c0 == nullptr)) {
-    std::fill_n(zeros, call.batch * w.hidden, 0.f);
+    std::fill_n(zeros, call.batch * std::max(w.hidden, w.stateSize()), 0.f);
   }
   useAtenThreadsForOpenBlas();
   // The directions are independent: on two threads when the work pays for waking one.
@@ -208,8 +231,11 @@ void runRecurrent(const RecurrentWeights& w, const RecurrentCall& call, void* sc
         float* hidden_proj = reinterpret_cast<float*>(scratch + s.hidden_proj +
                                                       static_cast<size_t>(d) * s.hidden_proj_bytes);
         float* h_state = reinterpret_cast<float*>(
-            scratch + s.h_state + static_cast<size_t>(d) * floatBytes(call.batch * w.hidden));
-        runDirection(w, call, layer, d, projections, layer_out, hidden_proj, h_state, zeros);
+            scratch + s.h_state + static_cast<size_t>(d) * floatBytes(call.batch * w.stateSize()));
+        float* unprojected = reinterpret_cast<float*>(scratch + s.unprojected +
+                                                      static_cast<size_t>(d) * s.unprojected_bytes);
+        runDirection(w, call, layer, d, projections, layer_out, hidden_proj, h_state, unprojected,
+                     zeros);
       }
     };
     if (split) {

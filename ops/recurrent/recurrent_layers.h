@@ -22,11 +22,12 @@ struct RecurrentCall {
   int64_t batch = 0;
   bool batch_first = false;
   const int64_t* batch_sizes = nullptr; // [steps] for a packed sequence
-  const float* h0 = nullptr;            // [layers * directions, batch, hidden], nullptr: zeros
-  const float* c0 = nullptr;            // LSTM only, likewise
-  float* output = nullptr; // rows of directions * hidden: the last layer's hidden states
-  // [layers * directions, batch, hidden], or nullptr: not wanted. A packed sequence's h_n (and
-  // c_n) holds each sequence's state after its own last step.
+  // [layers * directions, batch, stateSize()] (hidden, or an LSTM's proj_size), nullptr: zeros
+  const float* h0 = nullptr;
+  const float* c0 = nullptr; // LSTM only, [layers * directions, batch, hidden], likewise
+  float* output = nullptr;   // rows of directions * stateSize(): the last layer's hidden states
+  // [layers * directions, batch, stateSize()], or nullptr: not wanted. A packed sequence's h_n
+  // (and c_n) holds each sequence's state after its own last step.
   float* h_n = nullptr;
   float* c_n = nullptr; // LSTM: [layers * directions, batch, hidden], required
 };

@@ -51,11 +51,11 @@ at::Tensor packColumnBlocks(const at::Tensor& w) {
 }
 
 // One direction's hidden weight and biases; b_ih, b_hh undefined without biases.
-std::optional<DirectionWeights> packDirection(RecurrentMode mode, int64_t hidden,
+std::optional<DirectionWeights> packDirection(RecurrentMode mode, int64_t hidden, int64_t state,
                                               const at::Tensor& w_hh, const at::Tensor& b_ih,
                                               const at::Tensor& b_hh) {
   const int64_t width = gateCount(mode) * hidden;
-  if (!isFloatMatrix(w_hh, width, hidden) || (b_ih.defined() && !isFloatVector(b_ih, width)) ||
+  if (!isFloatMatrix(w_hh, width, state) || (b_ih.defined() && !isFloatVector(b_ih, width)) ||
       (b_hh.defined() && !isFloatVector(b_hh, width))) {
     return std::nullopt;
   }
@@ -86,10 +86,16 @@ std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
                                                          bool has_biases, int64_t num_layers,
                                                          bool bidirectional) {
   const int64_t directions = bidirectional ? 2 : 1;
-  const int64_t per_direction = has_biases ? 4 : 2;
-  if (num_layers <= 0 ||
-      static_cast<int64_t>(params.size()) != num_layers * directions * per_direction) {
-    return nullptr; // proj_size adds w_hr: ATen's op
+  const int64_t groups = num_layers * directions;
+  if (num_layers <= 0) {
+    return nullptr;
+  }
+  // An LSTM with proj_size has w_hr after each direction's other parameters.
+  const bool projected = mode == RecurrentMode::kLstm &&
+                         static_cast<int64_t>(params.size()) == groups * (has_biases ? 5 : 3);
+  const int64_t per_direction = (has_biases ? 4 : 2) + (projected ? 1 : 0);
+  if (static_cast<int64_t>(params.size()) != groups * per_direction) {
+    return nullptr;
   }
   const at::Tensor& first_w_hh = params[1];
   if (!first_w_hh.defined() || first_w_hh.dim() != 2) {
@@ -97,16 +103,17 @@ std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
   }
   auto packed = std::make_shared<RecurrentWeights>();
   packed->mode = mode;
-  packed->hidden = first_w_hh.size(1);
   packed->gates = gateCount(mode);
+  packed->hidden = first_w_hh.size(0) / packed->gates;
+  packed->proj_size = projected ? first_w_hh.size(1) : 0;
   const int64_t width = packed->gateWidth();
-  if (packed->hidden <= 0) {
+  const int64_t state = packed->stateSize();
+  if (packed->hidden <= 0 || state <= 0 || (!projected && first_w_hh.size(1) != packed->hidden)) {
     return nullptr;
   }
   for (int64_t layer = 0; layer < num_layers; ++layer) {
     LayerWeights lw;
-    lw.input_size =
-        layer == 0 ? params[0].dim() == 2 ? params[0].size(1) : -1 : directions * packed->hidden;
+    lw.input_size = layer == 0 ? params[0].dim() == 2 ? params[0].size(1) : -1 : directions * state;
     std::vector<at::Tensor> w_ih;
     for (int64_t d = 0; d < directions; ++d) {
       const size_t base = static_cast<size_t>((layer * directions + d) * per_direction);
@@ -115,11 +122,18 @@ std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
         return nullptr;
       }
       w_ih.push_back(w);
-      auto direction = packDirection(mode, packed->hidden, params[base + 1],
+      auto direction = packDirection(mode, packed->hidden, state, params[base + 1],
                                      has_biases ? params[base + 2] : at::Tensor(),
                                      has_biases ? params[base + 3] : at::Tensor());
       if (!direction) {
         return nullptr;
+      }
+      if (projected) {
+        const at::Tensor& w_hr = params[base + per_direction - 1];
+        if (!isFloatMatrix(w_hr, state, packed->hidden)) {
+          return nullptr;
+        }
+        direction->w_hr_blocked = packColumnBlocks(w_hr);
       }
       lw.directions.push_back(std::move(*direction));
     }
@@ -144,7 +158,7 @@ std::shared_ptr<const RecurrentWeights> packCellWeights(RecurrentMode mode, cons
   if (!isFloatMatrix(w_ih, packed->gateWidth(), -1) || w_ih.size(1) <= 0) {
     return nullptr;
   }
-  auto direction = packDirection(mode, packed->hidden, w_hh, b_ih, b_hh);
+  auto direction = packDirection(mode, packed->hidden, packed->hidden, w_hh, b_ih, b_hh);
   if (!direction) {
     return nullptr;
   }

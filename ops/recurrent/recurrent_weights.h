@@ -26,6 +26,9 @@ struct DirectionWeights {
   at::Tensor w_hh_blocked; // w_hh^T in column blocks, padded to paddedGateWidth() columns
   at::Tensor bias;         // [gates * hidden]: b_ih + b_hh (GRU: b_ih + [b_hr, b_hz, 0])
   at::Tensor bias_hn;      // [hidden], GRU's b_hn (zeros without biases); undefined otherwise
+  // LSTM with proj_size: w_hr^T in column blocks (h = w_hr @ (o * tanh(c))), padded to whole
+  // blocks; undefined otherwise.
+  at::Tensor w_hr_blocked;
 };
 
 struct LayerWeights {
@@ -44,6 +47,7 @@ struct LayerWeights {
 struct RecurrentWeights {
   RecurrentMode mode = RecurrentMode::kLstm;
   int64_t hidden = 0;
+  int64_t proj_size = 0; // LSTM's projection of h, 0 for none
   int64_t gates = 0;
   std::vector<LayerWeights> layers;
 
@@ -51,11 +55,13 @@ struct RecurrentWeights {
   int64_t gateWidth() const { return gates * hidden; }
   // gateWidth() rounded up to whole column blocks.
   int64_t paddedGateWidth() const;
+  // The size of h (the outputs, h0 and h_n): proj_size with a projection, else hidden.
+  int64_t stateSize() const { return proj_size > 0 ? proj_size : hidden; }
 };
 
 // The weights of aten::lstm / gru / rnn_tanh / rnn_relu, whose `params` list holds per layer and
-// direction w_ih, w_hh and (with biases) b_ih, b_hh. nullptr when they are not float32 CPU
-// tensors of consistent shapes (an LSTM with proj_size among them): the node runs ATen's op.
+// direction w_ih, w_hh, (with biases) b_ih, b_hh and (an LSTM with proj_size) w_hr. nullptr
+// when they are not float32 CPU tensors of consistent shapes: the node runs ATen's op.
 std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
                                                          const std::vector<at::Tensor>& params,
                                                          bool has_biases, int64_t num_layers,

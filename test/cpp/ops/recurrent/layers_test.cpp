@@ -1,7 +1,7 @@
 // aten::lstm / gru / rnn_tanh / rnn_relu (ops/recurrent/layers.cpp) against the JIT: every mode,
 // 1 and 2 layers, one and two directions, batch first or not, initial states given or zeros made
-// in the graph, with and without biases; batch 1 (the single-row product) and batch 3 (the GEMM),
-// each input set run twice. Then what runs ATen's op instead.
+// in the graph, with and without biases, LSTMs with proj_size; batch 1 (the single-row product) and
+// batch 3 (the GEMM), each input set run twice. Then what runs ATen's op instead.
 #include <sstream>
 #include <tuple>
 
@@ -29,13 +29,16 @@ struct Config {
   bool initial_state; // h0 (and c0) as inputs, else zeros made in the graph
   bool bias;
   int64_t hidden = kHidden;
+  int64_t proj = 0; // an LSTM's proj_size, 0 for none
+
+  int64_t stateSize() const { return proj > 0 ? proj : hidden; }
 };
 
 int64_t gates(const std::string& op) {
   return op == "lstm" ? 4 : op == "gru" ? 3 : 1;
 }
 
-// PyTorch's flat weight list: per layer and direction w_ih, w_hh[, b_ih, b_hh].
+// PyTorch's flat weight list: per layer and direction w_ih, w_hh[, b_ih, b_hh][, w_hr].
 c10::List<at::Tensor> flatWeights(const Config& c, at::ScalarType dtype = at::kFloat) {
   c10::List<at::Tensor> params;
   const int64_t directions = c.bidirectional ? 2 : 1;
@@ -44,13 +47,16 @@ c10::List<at::Tensor> flatWeights(const Config& c, at::ScalarType dtype = at::kF
     return (torch::rand(shape) * (2 * bound) - bound).to(dtype);
   };
   for (int64_t layer = 0; layer < c.layers; ++layer) {
-    const int64_t input = layer == 0 ? kInputSize : directions * c.hidden;
+    const int64_t input = layer == 0 ? kInputSize : directions * c.stateSize();
     for (int64_t d = 0; d < directions; ++d) {
       params.push_back(uniform({gates(c.op) * c.hidden, input}));
-      params.push_back(uniform({gates(c.op) * c.hidden, c.hidden}));
+      params.push_back(uniform({gates(c.op) * c.hidden, c.stateSize()}));
       if (c.bias) {
         params.push_back(uniform({gates(c.op) * c.hidden}));
         params.push_back(uniform({gates(c.op) * c.hidden}));
+      }
+      if (c.proj > 0) {
+        params.push_back(uniform({c.proj, c.hidden}));
       }
     }
   }
@@ -76,7 +82,7 @@ torch::jit::Module recurrentModule(const Config& c, bool train = false, double d
   } else {
     src << "def forward(self, x):\n"
         << "    h0 = torch.zeros([" << states << ", x.size(" << (c.batch_first ? 0 : 1) << "), "
-        << c.hidden << "])\n"
+        << c.stateSize() << "])\n"
         << "    c0 = torch.zeros([" << states << ", x.size(" << (c.batch_first ? 0 : 1) << "), "
         << c.hidden << "])\n";
   }
@@ -92,7 +98,7 @@ InputSet sequence(const Config& c, int64_t batch, int64_t steps) {
   std::vector<c10::IValue> args{c.batch_first ? torch::randn({batch, steps, kInputSize})
                                               : torch::randn({steps, batch, kInputSize})};
   if (c.initial_state) {
-    args.emplace_back(torch::randn({states, batch, c.hidden}));
+    args.emplace_back(torch::randn({states, batch, c.stateSize()}));
     args.emplace_back(torch::randn({states, batch, c.hidden}));
   }
   return {args, {}};
@@ -102,7 +108,7 @@ std::string describe(const Config& c) {
   std::ostringstream s;
   s << c.op << " layers=" << c.layers << " bidirectional=" << c.bidirectional
     << " batch_first=" << c.batch_first << " initial_state=" << c.initial_state
-    << " bias=" << c.bias;
+    << " bias=" << c.bias << " proj=" << c.proj;
   return s.str();
 }
 
@@ -124,6 +130,27 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("lstm", "gru", "rnn_tanh", "rnn_relu"),
                        ::testing::Values(1, 2), ::testing::Bool(), ::testing::Bool(),
                        ::testing::Bool(), ::testing::Bool()));
+
+// LSTM with proj_size (h = w_hr @ (o * tanh(c)), h0 / h_n / the outputs of proj_size columns,
+// c of hidden): every configuration, batch 1, 3 and 70 (the GEMM), and its packed sequences.
+class ProjectedLstm : public ::testing::TestWithParam<std::tuple<int64_t, bool, bool, bool, bool>> {
+};
+
+TEST_P(ProjectedLstm, MatchesJit) {
+  const auto& [layers, bidirectional, batch_first, initial_state, bias] = GetParam();
+  Config c{"lstm", layers, bidirectional, batch_first, initial_state, bias};
+  c.proj = 7;
+  SCOPED_TRACE(describe(c));
+  const torch::jit::Module module = recurrentModule(c);
+  expectMatchesJit(module, {sequence(c, 1, 5), sequence(c, 3, 4), sequence(c, 70, 2)}, {}, 1e-5);
+  const auto kinds = kernelKinds(StaticModule(module));
+  EXPECT_EQ(kinds.at("aten::lstm"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryConfiguration, ProjectedLstm,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool(),
+                                            ::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Bool()));
 
 // Three layers use both intermediate buffers; a long sequence, a non-contiguous input, a large
 // batch.
@@ -153,6 +180,12 @@ TEST(RecurrentLayersShapes, DirectionsInParallel) {
     SCOPED_TRACE(describe(c));
     expectMatchesJit(recurrentModule(c), {sequence(c, 2, 30), sequence(c, 12, 9)}, {}, 1e-5);
   }
+  Config projected{"lstm", 2, true, true, true, true};
+  projected.hidden = 128;
+  projected.proj = 40;
+  SCOPED_TRACE(describe(projected));
+  expectMatchesJit(recurrentModule(projected),
+                   {sequence(projected, 2, 30), sequence(projected, 12, 9)}, {}, 1e-5);
 }
 
 // The packed-sequence overloads (pack_padded_sequence's data and batch sizes): sequences
@@ -162,31 +195,35 @@ class PackedSequences : public ::testing::TestWithParam<std::tuple<std::string, 
 
 TEST_P(PackedSequences, MatchesJit) {
   const auto& [op, layers, bidirectional] = GetParam();
-  const Config c{op, layers, bidirectional, false, true, true};
-  SCOPED_TRACE(describe(c));
-  torch::jit::Module module("PackedModule");
-  module.register_attribute("params", c10::ListType::ofTensors(), flatWeights(c));
-  const std::string hx = op == "lstm" ? "[h0, c0]" : "h0";
-  module.define("def forward(self, data, batch_sizes, h0, c0):\n    return torch." + op +
-                "(data, batch_sizes, " + hx + ", self.params, True, " + std::to_string(layers) +
-                ", 0.0, False, " + pyBool(bidirectional) + ")\n");
-  module.eval();
-  const int64_t states = layers * (bidirectional ? 2 : 1);
-  const auto packed = [&](std::vector<int64_t> batch_sizes) {
-    int64_t rows = 0;
-    for (int64_t b : batch_sizes) {
-      rows += b;
-    }
-    const int64_t batch = batch_sizes.front();
-    return InputSet{{torch::randn({rows, kInputSize}), torch::tensor(batch_sizes, torch::kLong),
-                     torch::randn({states, batch, c.hidden}),
-                     torch::randn({states, batch, c.hidden})},
-                    {}};
-  };
-  expectMatchesJit(module, {packed({3, 3, 2, 1, 1}), packed({10, 9, 9, 4, 2, 1}), packed({1})}, {},
-                   1e-5);
-  const auto kinds = kernelKinds(StaticModule(module));
-  EXPECT_EQ(kinds.at("aten::" + op), std::set<KernelKind>{KernelKind::kOutVariant});
+  // An LSTM also with proj_size.
+  for (const int64_t proj : op == "lstm" ? std::vector<int64_t>{0, 5} : std::vector<int64_t>{0}) {
+    Config c{op, layers, bidirectional, false, true, true};
+    c.proj = proj;
+    SCOPED_TRACE(describe(c));
+    torch::jit::Module module("PackedModule");
+    module.register_attribute("params", c10::ListType::ofTensors(), flatWeights(c));
+    const std::string hx = op == "lstm" ? "[h0, c0]" : "h0";
+    module.define("def forward(self, data, batch_sizes, h0, c0):\n    return torch." + op +
+                  "(data, batch_sizes, " + hx + ", self.params, True, " + std::to_string(layers) +
+                  ", 0.0, False, " + pyBool(bidirectional) + ")\n");
+    module.eval();
+    const int64_t states = layers * (bidirectional ? 2 : 1);
+    const auto packed = [&](std::vector<int64_t> batch_sizes) {
+      int64_t rows = 0;
+      for (int64_t b : batch_sizes) {
+        rows += b;
+      }
+      const int64_t batch = batch_sizes.front();
+      return InputSet{{torch::randn({rows, kInputSize}), torch::tensor(batch_sizes, torch::kLong),
+                       torch::randn({states, batch, c.stateSize()}),
+                       torch::randn({states, batch, c.hidden})},
+                      {}};
+    };
+    expectMatchesJit(module, {packed({3, 3, 2, 1, 1}), packed({10, 9, 9, 4, 2, 1}), packed({1})},
+                     {}, 1e-5);
+    const auto kinds = kernelKinds(StaticModule(module));
+    EXPECT_EQ(kinds.at("aten::" + op), std::set<KernelKind>{KernelKind::kOutVariant});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMode, PackedSequences,
