@@ -103,6 +103,25 @@ at::Tensor slice(const at::Tensor& self, int64_t dim, c10::optional<int64_t> sta
   return restride(self, sizes, strides, offset);
 }
 
+// ATen's unfold, including its 0-dim case (the window dimension only).
+at::Tensor unfold(const at::Tensor& self, int64_t dim, int64_t size, int64_t step) {
+  const int64_t rank = self.dim();
+  dim = wrapDim(dim, rank);
+  at::DimVector sizes(self.sizes().begin(), self.sizes().end());
+  at::DimVector strides(self.strides().begin(), self.strides().end());
+  const int64_t max_size = rank == 0 ? 1 : sizes[dim];
+  TORCH_CHECK(size <= max_size, "maximum size for tensor at dimension ", dim, " is ", max_size,
+              " but size is ", size);
+  TORCH_CHECK(step > 0, "step is ", step, " but must be > 0");
+  sizes.push_back(size);
+  strides.push_back(rank == 0 ? 1 : strides[dim]);
+  if (dim < rank) {
+    sizes[dim] = (sizes[dim] - size) / step + 1;
+    strides[dim] *= step;
+  }
+  return restride(self, sizes, strides);
+}
+
 at::Tensor narrow(const at::Tensor& self, int64_t dim, int64_t start, int64_t length) {
   TORCH_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
   dim = wrapDim(dim, self.dim());

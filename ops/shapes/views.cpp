@@ -130,6 +130,13 @@ SRT_REGISTER_KERNEL(
                                               p.input(3).toInt());
                 }));
 SRT_REGISTER_KERNEL(
+    "aten::unfold", kNative,
+    whenMatches("aten::unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)",
+                [](ProcessedNode& p) {
+                  p.output(0) = views::unfold(self(p), p.input(1).toInt(), p.input(2).toInt(),
+                                              p.input(3).toInt());
+                }));
+SRT_REGISTER_KERNEL(
     "aten::slice", kNative,
     whenMatches("aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? "
                 "end=None, SymInt step=1) -> Tensor(a)",

@@ -108,6 +108,24 @@ def forward(self, x):
                        {"aten::select", KernelKind::kNative}});
 }
 
+// Tensor.unfold (sliding windows, e.g. framing audio): overlapping, strided and transposed
+// inputs, the last dimension, a window as large as the dimension, a 0-dim tensor.
+TEST(Views, Unfold) {
+  const char* source = R"JIT(
+def forward(self, x, s):
+    return x.unfold(-1, 3, 2), x.unfold(0, 2, 1) * 2.0, x.unfold(1, x.size(1), 1), s.unfold(0, 1, 1)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({4, 7}), torch::tensor(3.0)}},
+                            {{torch::randn({9, 5}).t(), torch::tensor(1.0)}},
+                            {{torch::arange(24).view({3, 8}), torch::tensor(2)}}});
+  expectKinds(source, {{"aten::unfold", KernelKind::kNative}});
+  for (const char* body : {"x.unfold(1, 4, 1)", "x.unfold(0, 2, 0)", "x.unfold(2, 1, 1)"}) {
+    StaticModule module(
+        scriptModule(std::string("\ndef forward(self, x):\n    return ") + body + "\n"));
+    EXPECT_THROW(module({torch::randn({4, 3})}), c10::Error) << body;
+  }
+}
+
 TEST(Views, ChunkSplitUnbind) {
   const char* source = R"JIT(
 def forward(self, x):
