@@ -95,6 +95,47 @@ class SelfAttention(nn.Module):
         return self.attention(x, x, x, key_padding_mask=padding)
 
 
+class AudioClassifier(nn.Module):
+    """1-D convolutions with batch norm, max and adaptive average pooling, as keyword spotters do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv1d(8, 32, 5, padding=2), nn.BatchNorm1d(32), nn.ReLU(), nn.MaxPool1d(2),
+            nn.Conv1d(32, 32, 3, dilation=2, padding=2, groups=4), nn.ELU(), nn.AvgPool1d(2, ceil_mode=True),
+            nn.AdaptiveAvgPool1d(1), nn.Flatten())
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.features(x))
+
+
+class ProjectedLstm(nn.Module):
+    """A bidirectional LSTM with projections (LSTMP, speech recognition encoders)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(20, 32, num_layers=2, proj_size=16, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(32, 6)
+
+    def forward(self, x: Tensor) -> Tensor:
+        out, _ = self.rnn(x)
+        return torch.log_softmax(self.head(out), -1)
+
+
+class CausalDecoder(nn.Module):
+    """nn.TransformerDecoder (pre-norm) with a boolean causal mask: self- and cross-attention."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(64, 4, 128, batch_first=True, norm_first=True)
+        self.decoder = nn.TransformerDecoder(layer, 2)
+
+    def forward(self, tgt: Tensor, memory: Tensor) -> Tensor:
+        causal = torch.triu(torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool), 1)
+        return self.decoder(tgt, memory, tgt_mask=causal)
+
+
 def _padding(batch: int, length: int) -> Tensor:
     """The last quarter of every sequence but the first padded: one full-length sequence per batch."""
     mask = torch.zeros(batch, length, dtype=torch.bool)
@@ -155,6 +196,13 @@ def _models() -> List[RealModel]:
         RealModel("transformer_encoder_decoder", EncoderDecoder,
                   [(torch.randn(2, 10, 64), torch.randn(2, 7, 64), _padding(2, 10), _padding(2, 7)),
                    (torch.randn(3, 12, 64), torch.randn(3, 5, 64), _padding(3, 12), _padding(3, 5))]),
+        RealModel("audio_conv1d_classifier", AudioClassifier,
+                  [(torch.randn(1, 8, 50),), (torch.randn(3, 8, 37),)], zero_fallbacks=True),
+        RealModel("lstm_projection", ProjectedLstm,
+                  [(torch.randn(1, 7, 20),), (torch.randn(3, 5, 20),)], zero_fallbacks=True),
+        RealModel("transformer_decoder_causal", CausalDecoder,
+                  [(torch.randn(2, 7, 64), torch.randn(2, 9, 64)),
+                   (torch.randn(1, 5, 64), torch.randn(1, 4, 64))], zero_fallbacks=True),
         RealModel("multihead_attention", SelfAttention,
                   [(torch.randn(2, 9, 64), _padding(2, 9)), (torch.randn(4, 6, 64), _padding(4, 6))]),
     ]
