@@ -14,6 +14,8 @@
 
 #include <vector>
 
+#include <c10/util/ScopeExit.h>
+
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -91,8 +93,11 @@ int64_t dtypeKey(const c10::IValue& value, bool is_dtype_argument) {
   return value.isComplexDouble() ? -5 : -6;
 }
 
+// Buffers reused call after call, so that a steady-state call allocates nothing.
 struct OutOverloadState final : NodeState {
   std::vector<int64_t> dtype_keys; // of the inputs of the call whose results the outputs hold
+  std::vector<int64_t> call_keys;  // this call's
+  torch::jit::Stack stack;
 };
 
 class OutOverloadKernel {
@@ -104,16 +109,17 @@ public:
 
   void operator()(ProcessedNode& p) {
     auto& state = p.state<OutOverloadState>();
-    std::vector<int64_t> keys(p.numInputs());
+    state.call_keys.resize(p.numInputs());
     for (size_t i = 0; i < p.numInputs(); ++i) {
-      keys[i] = dtypeKey(p.input(i), dtype_arguments_[i]);
+      state.call_keys[i] = dtypeKey(p.input(i), dtype_arguments_[i]);
     }
-    torch::jit::Stack stack;
-    stack.reserve(p.numInputs() + p.numOutputs());
+    torch::jit::Stack& stack = state.stack;
+    // Emptied however the call ends (an operator's error included): it must not keep inputs alive.
+    const auto empty_stack = c10::make_scope_exit([&stack] { stack.clear(); });
     for (size_t i = 0; i < p.numInputs(); ++i) {
       stack.emplace_back(p.input(i));
     }
-    if (keys == state.dtype_keys && outputsReusable(p)) {
+    if (state.call_keys == state.dtype_keys && outputsReusable(p)) {
       for (size_t i = 0; i < p.numOutputs(); ++i) {
         at::Tensor& tensor = p.output(i).toTensor();
         // Zero elements first: resizing a non-empty out tensor to another shape is a warning.
@@ -129,7 +135,7 @@ public:
     for (size_t i = 0; i < p.numOutputs(); ++i) {
       p.output(i) = std::move(stack[i]);
     }
-    state.dtype_keys = std::move(keys);
+    state.dtype_keys.swap(state.call_keys);
   }
 
 private:

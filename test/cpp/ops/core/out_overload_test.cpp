@@ -101,6 +101,23 @@ def forward(self, x):
   EXPECT_TRUE(torch::equal(first, expected));
 }
 
+// An operator's error reaches the caller, and the next call computes right: the kernel's reused
+// stack keeps nothing from the failed call.
+TEST(OutOverload, ErrorsLeaveTheRuntimeWorking) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x, d: int):
+    return torch.logsumexp(torch.erf(x), [d], False)
+)JIT"));
+  const torch::Tensor x = torch::randn({3, 5});
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_TRUE(
+        torch::allclose(module({x, int64_t{1}}).toTensor(), torch::logsumexp(torch::erf(x), {1})));
+    EXPECT_THROW(module({x, int64_t{5}}), c10::Error);
+  }
+  EXPECT_TRUE(
+      torch::allclose(module({x, int64_t{0}}).toTensor(), torch::logsumexp(torch::erf(x), {0})));
+}
+
 // With out variants off, the same ops run as the JIT operator.
 TEST(OutOverload, DisabledOutVariantsFallBack) {
   StaticModuleOptions options;
