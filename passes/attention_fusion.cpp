@@ -3,12 +3,19 @@
 //
 // Matched from the final matmul backwards:
 //   softmax over the last dim, no dtype
-//   scale   mul or div by a number the graph fixes (a constant, `math.sqrt(d)`, or
-//           `1 / math.sqrt(k.size(-1))` of a known head size; passes/shape_facts.h), on the scores,
-//           on q, on k or on kᵀ, any number of times; the factors multiply
+//   scale   mul or div by a number, on the scores, on q, on k or on kᵀ, any number of times; the
+//           factors multiply. A number the graph fixes (a constant, `math.sqrt(d)`, or
+//           `1 / math.sqrt(k.size(-1))` of a known head size; passes/shape_facts.h) is folded; a
+//           float only known at run time (F.multi_head_attention_forward's `q / math.sqrt(E)` of
+//           E = q.size(-1), whose head size reaches it through run-time checks) is multiplied in
+//           by float ops before the fused node
 //   mask    add(scores, mask) with alpha 1 either order, the zoo's `if mask is not None: scores =
 //           scores + mask` (the mask stays Optional), or masked_fill(scores, mask, -inf) (a
-//           boolean mask); scales after the mask only over a -inf fill and when positive
+//           boolean mask); scales after the mask only over a -inf fill and when positive (so
+//           never a run-time one)
+//   q @ kᵀ  matmul, or for 3-D operands bmm; baddbmm(mask, q, kᵀ, beta=1, alpha=c) is the
+//           product, its scale c and an additive mask in one (the slow path of
+//           nn.MultiheadAttention); the final product matmul or bmm
 //   kᵀ      transpose(k, -2, -1) (or the last two dims spelled positively, or a permute swapping
 //           them) when k's rank is known
 // Every step of the scores must be read only by the next, all in one block (else they are
@@ -101,6 +108,23 @@ std::optional<Value*> transposedKey(Value* kt) {
   return std::nullopt;
 }
 
+// The product of the scale factors met: the numbers the graph fixes folded, and the float values
+// only known at run time (each multiplying, or dividing).
+struct Scale {
+  struct RuntimeFactor {
+    Value* value;
+    bool divides;
+  };
+  double constant = 1.0;
+  std::vector<RuntimeFactor> runtime;
+
+  bool isOne() const { return constant == 1.0 && runtime.empty(); }
+  void multiplyBy(const Scale& other) {
+    constant *= other.constant;
+    runtime.insert(runtime.end(), other.runtime.begin(), other.runtime.end());
+  }
+};
+
 struct AttentionMatch {
   Node* output_matmul = nullptr;
   Value* q = nullptr;
@@ -108,8 +132,13 @@ struct AttentionMatch {
   Value* v = nullptr;
   Value* mask = nullptr;   // nullptr: no mask
   bool mask_fills = false; // masked_fill(-inf) rather than added
-  double scale = 1.0;
+  Scale scale;
 };
+
+bool isMatmul(const Node* node) {
+  return node->matches("aten::matmul(Tensor self, Tensor other) -> Tensor") ||
+         node->matches("aten::bmm(Tensor self, Tensor mat2) -> Tensor");
+}
 
 // The mask branch `if mask is not None: scores = scores + mask`: `node` is the prim::If, `scores`
 // what it adds to. Returns the Optional mask value, or nullptr.
@@ -161,35 +190,154 @@ Value* optionalMaskIf(Node* node, Value*& scores) {
   return mask;
 }
 
-// `t * s` or `t / s` for a number s the graph fixes (a constant, or `sqrt(k.size(-1))` of a
-// known head size): returns t and multiplies `scale` by s (or 1 / s).
-Value* scaledInput(Value* scaled, const Block* block, double& scale) {
+// `t * s` or `t / s` for a number s: the graph fixes it (a constant, or `sqrt(k.size(-1))` of a
+// known head size), or it is a float value. Returns t and multiplies `scale` by s (or 1 / s).
+Value* scaledInput(Value* scaled, const Block* block, Scale& scale) {
   Node* node = scaled->node();
   const bool is_mul = node->matches("aten::mul.Scalar(Tensor self, Scalar other) -> Tensor");
   const bool is_div = node->matches("aten::div.Scalar(Tensor self, Scalar other) -> Tensor");
   if ((!is_mul && !is_div) || node->owningBlock() != block) {
     return nullptr;
   }
-  const std::optional<double> factor = knownNumber(node->input(1));
-  if (!factor || !std::isfinite(*factor) || *factor == 0.0) {
+  Value* factor = node->input(1);
+  if (const std::optional<double> number = knownNumber(factor)) {
+    if (!std::isfinite(*number) || *number == 0.0) {
+      return nullptr;
+    }
+    scale.constant *= is_div ? 1.0 / *number : *number;
+  } else if (factor->type()->kind() == c10::TypeKind::FloatType) {
+    scale.runtime.push_back({factor, is_div});
+  } else {
     return nullptr;
   }
-  scale *= is_div ? 1.0 / *factor : *factor;
   return node->input(0);
 }
 
-// An operand of q @ kᵀ with its scales (single-use ones only: a scaled q read elsewhere stays the
-// operand) folded into `scale`.
-Value* unscaledOperand(Value* operand, const Block* block, double& scale) {
+// An operand of q @ kᵀ with its scales folded into `scale`: only scales read by nothing else (a
+// scaled q read elsewhere stays the operand). The operand itself has `readers` uses, all the
+// product's (2 for the two branches of optionalMaskProduct).
+Value* unscaledOperand(Value* operand, const Block* block, Scale& scale, size_t readers = 1) {
   for (;;) {
-    double factor = 1.0;
-    Value* inner = operand->uses().size() == 1 ? scaledInput(operand, block, factor) : nullptr;
+    Value* inner = operand->uses().size() == readers ? scaledInput(operand, block, scale) : nullptr;
     if (inner == nullptr) {
       return operand;
     }
-    scale *= factor;
     operand = inner;
+    readers = 1;
   }
+}
+
+// The scores' q @ kᵀ: its q operand (scales not yet taken off), the k of kᵀ and, for baddbmm, the
+// mask it adds.
+struct Product {
+  Value* q = nullptr;
+  Value* k = nullptr;
+  Value* mask = nullptr;
+  bool needs_3d = false; // bmm or baddbmm: raises unless q and k are 3-D
+  size_t q_readers = 1;  // the product's reads of q
+};
+
+bool isBaddbmm(const Node* node) {
+  return node->matches("aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar "
+                       "beta=1, Scalar alpha=1) -> Tensor");
+}
+
+// matmul / bmm(q, kᵀ) or baddbmm(mask, q, kᵀ, beta=1, alpha=c) (= q @ kᵀ * c + mask; c goes into
+// `scale`), in `block`. kᵀ must be read by `product` alone, or (`shared_kt`) by the products of
+// both branches of the If below.
+std::optional<Product> plainProduct(const Node* product, const Block* block, Scale& scale,
+                                    bool shared_kt = false) {
+  if (product->owningBlock() != block) {
+    return std::nullopt;
+  }
+  Product result;
+  size_t first_operand = 0; // baddbmm's operands follow the mask
+  if (isBaddbmm(product)) {
+    const std::optional<double> alpha = constantNumber(product->input(4));
+    if (constantNumber(product->input(3)) != 1.0 || !alpha || !std::isfinite(*alpha) ||
+        *alpha == 0.0) {
+      return std::nullopt;
+    }
+    scale.constant *= *alpha;
+    result.mask = product->input(0);
+    first_operand = 1;
+  } else if (!isMatmul(product)) {
+    return std::nullopt;
+  }
+  result.needs_3d = product->kind() != c10::aten::matmul;
+  result.q = product->input(first_operand);
+  Value* kt = product->input(first_operand + 1);
+  const std::optional<Value*> k = transposedKey(kt);
+  const bool kt_read_here = kt->node()->owningBlock() == block && kt->uses().size() == 1;
+  if (!k || !(kt_read_here || shared_kt)) {
+    return std::nullopt;
+  }
+  result.k = *k;
+  return result;
+}
+
+// F.multi_head_attention_forward's product when its mask is Optional:
+//   if attn_mask is not None: scores = baddbmm(attn_mask, q, kᵀ) else: scores = bmm(q, kᵀ)
+// (each branch transposing k, or both reading one kᵀ from outside). The mask stays Optional.
+std::optional<Product> optionalMaskProduct(const Node* node, Scale& scale) {
+  if (node->kind() != c10::prim::If || node->outputs().size() != 1) {
+    return std::nullopt;
+  }
+  const Node* condition = node->input(0)->node();
+  const bool is_not = condition->kind() == c10::aten::__isnot__;
+  if (!is_not && condition->kind() != c10::aten::__is__) {
+    return std::nullopt;
+  }
+  Value* mask = condition->input(0);
+  if (isNoneConstant(mask)) {
+    mask = condition->input(1);
+  } else if (!isNoneConstant(condition->input(1))) {
+    return std::nullopt;
+  }
+  const Block* with_mask = node->blocks()[is_not ? 0 : 1];
+  const Block* without_mask = node->blocks()[is_not ? 1 : 0];
+  const Node* masked = with_mask->outputs()[0]->node();
+  const Node* unmasked = without_mask->outputs()[0]->node();
+  if (!isBaddbmm(masked) || !isMatmul(unmasked)) {
+    return std::nullopt;
+  }
+  const Node* cast = masked->input(0)->node();
+  if (cast->kind() != c10::prim::unchecked_cast || cast->input(0) != mask ||
+      cast->owningBlock() != with_mask || cast->output()->uses().size() != 1) {
+    return std::nullopt;
+  }
+  const Value* kt = masked->input(2);
+  const bool shared_kt = kt == unmasked->input(1) &&
+                         kt->node()->owningBlock() == node->owningBlock() && kt->uses().size() == 2;
+  Scale masked_scale; // baddbmm's alpha: must be 1, as the other branch has none
+  const std::optional<Product> with = plainProduct(masked, with_mask, masked_scale, shared_kt);
+  const std::optional<Product> without = plainProduct(unmasked, without_mask, scale, shared_kt);
+  if (!with || !without || with->q != without->q || with->k != without->k ||
+      !masked_scale.isOne()) {
+    return std::nullopt;
+  }
+  // Nothing else runs in the branches: the products, the cast, the transposes they read.
+  for (const Block* branch : {with_mask, without_mask}) {
+    for (const Node* inner : branch->nodes()) {
+      const bool transposes_k =
+          inner->kind() == c10::aten::transpose &&
+          (inner->output() == masked->input(2) || inner->output() == unmasked->input(1));
+      if (inner != masked && inner != unmasked && inner != cast && !transposes_k &&
+          inner->kind() != c10::prim::Constant) {
+        return std::nullopt;
+      }
+    }
+  }
+  Product result = *with;
+  result.mask = mask;
+  result.needs_3d = true;
+  const auto q_uses = with->q->uses();
+  const bool q_read_by_products_only =
+      q_uses.size() == 2 && std::all_of(q_uses.begin(), q_uses.end(), [&](const auto& use) {
+        return use.user == masked || use.user == unmasked;
+      });
+  result.q_readers = q_read_by_products_only ? 2 : 0; // (0: its scales stay)
+  return result;
 }
 
 // The additive mask `scores + mask` (either order, alpha 1), the `if mask is not None` branch,
@@ -215,7 +363,7 @@ Value* maskOf(Node* node, const Block* block, Value*& scores) {
     // Addition commutes: the scores side is the one produced by a scale or q @ kᵀ.
     for (int side : {0, 1}) {
       const Node* producer = node->input(side)->node();
-      if (producer->kind() == c10::aten::matmul || producer->kind() == c10::aten::mul ||
+      if (isMatmul(producer) || producer->kind() == c10::aten::mul ||
           producer->kind() == c10::aten::div) {
         scores = node->input(side);
         return node->input(1 - side);
@@ -226,7 +374,7 @@ Value* maskOf(Node* node, const Block* block, Value*& scores) {
 }
 
 std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::AliasDb& alias_db) {
-  if (!output_matmul->matches("aten::matmul(Tensor self, Tensor other) -> Tensor")) {
+  if (!isMatmul(output_matmul)) {
     return std::nullopt;
   }
   AttentionMatch match;
@@ -251,16 +399,15 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
   // read only by the next step (else it would be computed anyway, and the fusion saves nothing).
   Value* scores = softmax->input(0);
   const Node* reader = softmax;
-  double outer_scale = 1.0; // applied after the mask
+  Scale outer_scale; // applied after the mask
   for (;;) {
     // (nullptr: the reads were checked by the step, as for the two of the Optional-mask If.)
     if (reader != nullptr && !usedOnlyBy(scores, reader)) {
       return std::nullopt;
     }
     Node* node = scores->node();
-    double factor = 1.0;
-    if (Value* inner = scaledInput(scores, block, factor)) {
-      (match.mask == nullptr ? outer_scale : match.scale) *= factor;
+    if (Value* inner =
+            scaledInput(scores, block, match.mask == nullptr ? outer_scale : match.scale)) {
       scores = inner;
       reader = node;
     } else if (Value* inner = nullptr;
@@ -272,25 +419,35 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
       break;
     }
   }
+  const Node* product_node = scores->node();
+  std::optional<Product> product = plainProduct(product_node, block, match.scale);
+  if (!product && product_node->owningBlock() == block) {
+    product = optionalMaskProduct(product_node, match.scale);
+  }
+  if (!product || (product->mask != nullptr && match.mask != nullptr)) {
+    return std::nullopt; // (two masks: not a form the fused op takes)
+  }
+  if (product->mask != nullptr) {
+    match.mask = product->mask;
+  }
   // A scale after the mask: the same as before it only for -inf fills and a positive scale
   // ((s + m) * c is not s * c + m).
-  if (outer_scale != 1.0 && match.mask != nullptr && !(match.mask_fills && outer_scale > 0)) {
+  if (!outer_scale.isOne() && match.mask != nullptr &&
+      !(match.mask_fills && outer_scale.runtime.empty() && outer_scale.constant > 0)) {
     return std::nullopt;
   }
-  match.scale *= outer_scale;
+  match.scale.multiplyBy(outer_scale);
 
-  Node* product = scores->node();
-  if (!product->matches("aten::matmul(Tensor self, Tensor other) -> Tensor") ||
-      product->owningBlock() != block) {
+  match.q = unscaledOperand(product->q, block, match.scale, product->q_readers);
+  match.k = unscaledOperand(product->k, block, match.scale);
+  // bmm and baddbmm raise unless their operands are 3-D; the fused node would not.
+  const bool ranks_fit =
+      (!product->needs_3d || (knownRank(match.q) == 3 && knownRank(match.k) == 3)) &&
+      (output_matmul->kind() == c10::aten::matmul ||
+       (knownRank(match.q) == 3 && knownRank(match.v) == 3));
+  if (!ranks_fit) {
     return std::nullopt;
   }
-  match.q = unscaledOperand(product->input(0), block, match.scale);
-  Value* kt = unscaledOperand(product->input(1), block, match.scale);
-  const std::optional<Value*> k = transposedKey(kt);
-  if (!k || kt->uses().size() != 1 || kt->node()->owningBlock() != block) {
-    return std::nullopt;
-  }
-  match.k = unscaledOperand(*k, block, match.scale);
 
   // softmax over the last dim of the scores: -1, or rank - 1 when the rank is known (q and k of
   // one rank, and a mask that cannot add dims).
@@ -315,7 +472,10 @@ void rewrite(const AttentionMatch& match, torch::jit::Graph& graph) {
   Node* anchor = match.output_matmul;
   torch::jit::WithInsertPoint guard(anchor);
   Value* mask = match.mask != nullptr ? match.mask : graph.insertConstant(c10::IValue());
-  Value* scale = graph.insertConstant(match.scale);
+  Value* scale = graph.insertConstant(match.scale.constant);
+  for (const Scale::RuntimeFactor& factor : match.scale.runtime) {
+    scale = graph.insert(factor.divides ? c10::aten::div : c10::aten::mul, {scale, factor.value});
+  }
   Value* fills = graph.insertConstant(match.mask_fills);
   Value* causal = graph.insertConstant(false); // multi_head_attention_fusion proves it
   Node* fused = graph.create(c10::Symbol::fromQualString("srt::attention"),
@@ -328,7 +488,7 @@ void rewrite(const AttentionMatch& match, torch::jit::Graph& graph) {
 
 void collectCandidates(Block* block, std::vector<Node*>& candidates) {
   for (Node* node : block->nodes()) {
-    if (node->kind() == c10::aten::matmul) {
+    if (isMatmul(node)) {
       candidates.push_back(node);
     }
     for (Block* sub_block : node->blocks()) {

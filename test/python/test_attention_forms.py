@@ -428,3 +428,82 @@ def test_gpt2_block_and_vit_fuse_to_as_few_nodes_as_the_zoo_block():
     # made it a fused_linear as well.
     assert _count(graph, "aten::layer_norm") == 2 * 2 + 1, graph
     assert _count(graph, "srt::fused_linear") == 2 * 3 + 1, graph
+
+
+# ---- nn.MultiheadAttention's slow path: masks, cross-attention, sequence-first.
+# With a mask, keys other than the query, or need_weights, the module runs
+# F.multi_head_attention_forward (in PyTorch 1.13: baddbmm / bmm, softmax, bmm); its core must
+# become srt::attention whatever the mask (none, float, boolean, key padding, both).
+
+
+class ModuleMasked(nn.Module):
+    def __init__(self, batch_first: bool = True) -> None:
+        super().__init__()
+        self.attention = nn.MultiheadAttention(D_MODEL, HEADS, batch_first=batch_first)
+
+    def forward(self, x: Tensor, memory: Tensor, attn_mask: Optional[Tensor], padding: Optional[Tensor]) -> Tensor:
+        return self.attention(x, memory, memory, attn_mask=attn_mask, key_padding_mask=padding, need_weights=False)[0]
+
+
+def _causal(seq: int, boolean: bool) -> Tensor:
+    upper = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
+    return upper if boolean else torch.zeros(seq, seq).masked_fill(upper, float("-inf"))
+
+
+def _padding(batch: int, seq: int) -> Tensor:
+    padding = torch.zeros(batch, seq, dtype=torch.bool)
+    padding[1:, seq - seq // 3 :] = True  # every row keeps a key
+    return padding
+
+
+# name -> (module, inputs for (batch, seq), srt::attention nodes)
+SLOW_PATH_FORMS = {
+    "float_causal_mask": (ModuleMasked, lambda b, s: (_x(b, s), _x(b, s), _causal(s, False), None), 1),
+    "bool_causal_mask": (ModuleMasked, lambda b, s: (_x(b, s), _x(b, s), _causal(s, True), None), 1),
+    "key_padding_mask": (ModuleMasked, lambda b, s: (_x(b, s), _x(b, s), None, _padding(b, s)), 1),
+    "both_masks": (ModuleMasked, lambda b, s: (_x(b, s), _x(b, s), _causal(s, False), _padding(b, s)), 1),
+    "cross_attention": (ModuleMasked, lambda b, s: (_x(b, s), _x(b, s + 3), None, None), 1),
+    "sequence_first": (
+        lambda: ModuleMasked(batch_first=False),
+        lambda b, s: (torch.randn(s, b, D_MODEL), torch.randn(s + 2, b, D_MODEL), None, None),
+        1,
+    ),
+    "transformer_decoder_layer": (
+        lambda: _DecoderLayer(),
+        lambda b, s: (_x(b, s), _x(b, s + 3), _causal(s, False), None),
+        2,  # self-attention and cross-attention
+    ),
+}
+
+
+class _DecoderLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(D_MODEL, HEADS, 64, batch_first=True)
+
+    def forward(self, x: Tensor, memory: Tensor, tgt_mask: Optional[Tensor], padding: Optional[Tensor]) -> Tensor:
+        return self.layer(x, memory, tgt_mask=tgt_mask, tgt_key_padding_mask=padding)
+
+
+@pytest.mark.parametrize("name", list(SLOW_PATH_FORMS))
+def test_multihead_attention_slow_path_fuses_and_matches_eager(name):
+    build, make_inputs, count = SLOW_PATH_FORMS[name]
+    torch.manual_seed(0)
+    module = _check_against_eager(build(), make_inputs)
+    graph = module.graph
+    assert _count(graph, "srt::attention") == count, graph
+    for gone in ("aten::softmax", "aten::baddbmm", "aten::bmm"):
+        assert _count(graph, gone) == 0, f"{gone} left in\n{graph}"
+
+
+def test_multihead_attention_slow_path_takes_a_mask_given_on_some_calls_only():
+    """One module, the Optional mask None on one call and given on the next: both right."""
+    torch.manual_seed(0)
+    model = ModuleMasked().eval()
+    module = static_runtime.StaticModule(torch.jit.script(model))
+    for batch, seq in SHAPES:
+        x = _x(batch, seq)
+        for mask in (None, _causal(seq, False), None, _causal(seq, True)):
+            with torch.no_grad():
+                expected = model(x, x, mask, None)
+            torch.testing.assert_close(module(x, x, mask, None), expected, rtol=1e-4, atol=1e-5)

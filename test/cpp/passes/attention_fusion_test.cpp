@@ -126,6 +126,76 @@ TEST(AttentionFusion, FusesFillMaskAndScalesAnywhere) {
   expectMatchesJit(kFillMaskScattteredScales, asInputSets(withBoolMask(qkvSets())));
 }
 
+// Scales only known at run time: multiplied into the fused node's scale by float ops.
+const char* kRunTimeScales = R"JIT(
+def forward(self, q, k, v, scale: float):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * scale * k.size(-1) ** -0.5
+    return torch.matmul(torch.softmax(scores, -1), v)
+)JIT";
+
+TEST(AttentionFusion, FusesRunTimeScales) {
+  std::vector<GraphInputs> sets = qkvSets();
+  for (GraphInputs& set : sets) {
+    set.emplace_back(0.75);
+  }
+  auto fused =
+      expectPassPreservesResults(passes::fuseAttention, preparedGraph(kRunTimeScales), sets, true);
+  EXPECT_EQ(countKind(*fused, "srt::attention"), 1u) << *fused;
+  EXPECT_EQ(countKind(*fused, "aten::softmax"), 0u) << *fused;
+  expectMatchesJit(kRunTimeScales, asInputSets(sets));
+}
+
+// nn.MultiheadAttention's slow path (F.multi_head_attention_forward in PyTorch 1.13): q divided by
+// the square root of its run-time size, baddbmm adding the mask, bmm; the 3-D ranks fixed by
+// the unpacked shapes (by views, in the module).
+const char* kSlowPathCore = R"JIT(
+def forward(self, q, k, v, mask):
+    B, T, E = q.shape
+    Bk, S, Ek = k.shape
+    q = q / float(E) ** 0.5
+    scores = torch.baddbmm(mask, q, k.transpose(-2, -1))
+    return torch.bmm(torch.softmax(scores, dim=-1), v.view(B, S, -1))
+)JIT";
+
+// The same with its mask Optional: baddbmm or bmm behind `if attn_mask is not None`.
+const char* kSlowPathOptionalMask = R"JIT(
+def forward(self, q, k, v, mask: Optional[Tensor]=None):
+    B, T, E = q.shape
+    Bk, S, Ek = k.shape
+    q = q / float(E) ** 0.5
+    if mask is not None:
+        scores = torch.baddbmm(mask, q, k.transpose(-2, -1))
+    else:
+        scores = torch.bmm(q, k.transpose(-2, -1))
+    return torch.bmm(torch.softmax(scores, dim=-1), v.view(B, S, -1))
+)JIT";
+
+std::vector<GraphInputs> qkv3dSets() {
+  return {{randn({2, 6, 8}), randn({2, 6, 8}), randn({2, 6, 8})},
+          {randn({3, 7, 16}), randn({3, 9, 16}), randn({3, 9, 6})}};
+}
+
+TEST(AttentionFusion, FusesTheMultiheadAttentionSlowPath) {
+  for (const char* source : {kSlowPathCore, kSlowPathOptionalMask}) {
+    const bool optional = source == kSlowPathOptionalMask;
+    const std::vector<GraphInputs> sets = withMask(qkv3dSets(), /*none_too=*/optional);
+    auto fused =
+        expectPassPreservesResults(passes::fuseAttention, preparedGraph(source), sets, true);
+    EXPECT_EQ(countKind(*fused, "srt::attention"), 1u) << *fused;
+    for (const char* gone : {"aten::softmax", "aten::bmm", "aten::baddbmm", "prim::If"}) {
+      EXPECT_EQ(countKind(*fused, gone), 0u) << gone << " left in\n" << *fused;
+    }
+    // q / sqrt(E) became the fused node's scale: it reads q itself (the one div left divides
+    // floats).
+    for (const torch::jit::Node* node : fused->nodes()) {
+      if (node->kind().toQualString() == std::string("srt::attention")) {
+        EXPECT_EQ(node->input(0), fused->inputs()[0]) << *fused;
+      }
+    }
+    expectMatchesJit(source, asInputSets(sets));
+  }
+}
+
 TEST(AttentionFusion, MatchesJitThroughStaticModule) {
   expectMatchesJit(kOptionalMask, asInputSets(withMask(qkvSets(), true)));
   expectMatchesJit(kNoScaleNoMask, asInputSets(qkvSets()));
@@ -144,10 +214,6 @@ def forward(self, q, k, v):
     {"softmax over dim 3 of a tensor of unknown rank", R"JIT(
 def forward(self, q, k, v):
     return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25, 3), v)
-)JIT"},
-    {"scale not a constant", R"JIT(
-def forward(self, q, k, v, scale: float):
-    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * scale, -1), v)
 )JIT"},
     {"scores used elsewhere", R"JIT(
 def forward(self, q, k, v):
@@ -187,10 +253,31 @@ def forward(self, q, k, v, mask):
     scores = torch.matmul(q, k.transpose(-2, -1)).masked_fill(mask, float("-inf")) * -0.5
     return torch.matmul(torch.softmax(scores, -1), v)
 )JIT"},
-    {"scale by a size nothing fixes", R"JIT(
-def forward(self, q, k, v):
-    scores = torch.matmul(q, k.transpose(-2, -1)) * k.size(-1) ** -0.5
+    {"a run-time scale after an additive mask", R"JIT(
+def forward(self, q, k, v, mask):
+    scores = (torch.matmul(q, k.transpose(-2, -1)) + mask) * k.size(-1) ** -0.5
     return torch.matmul(torch.softmax(scores, -1), v)
+)JIT"},
+    {"bmm of tensors of unknown rank (it raises on 4-D ones, the fused op would not)", R"JIT(
+def forward(self, q, k, v):
+    return torch.bmm(torch.softmax(torch.bmm(q, k.transpose(-2, -1)), -1), v)
+)JIT"},
+    {"baddbmm with beta 2 (scales the mask)", R"JIT(
+def forward(self, q, k, v, mask):
+    B, T, E = q.shape
+    Bk, S, Ek = k.shape
+    scores = torch.baddbmm(mask, q, k.transpose(-2, -1), beta=2.0)
+    return torch.bmm(torch.softmax(scores, -1), v.view(B, S, -1))
+)JIT"},
+    {"the masked branch's baddbmm scaled, the other's bmm not", R"JIT(
+def forward(self, q, k, v, mask: Optional[Tensor]):
+    B, T, E = q.shape
+    Bk, S, Ek = k.shape
+    if mask is not None:
+        scores = torch.baddbmm(mask, q, k.transpose(-2, -1), alpha=0.5)
+    else:
+        scores = torch.bmm(q, k.transpose(-2, -1))
+    return torch.bmm(torch.softmax(scores, -1), v.view(B, S, -1))
 )JIT"},
     {"softmax to another dtype", R"JIT(
 def forward(self, q, k, v):
