@@ -32,6 +32,11 @@ Models, random weights:
                  op has no ONNX export, and static_runtime.ort exports with autograd on, which
                  makes the layer take its plain-op path: only the export sees it, the module is
                  the same.
+  decoder_layer  nn.TransformerDecoderLayer(256, 4, batch_first=True), eval mode, on a target of
+                 8x128x256, a memory of 8x128x256 and the causal float mask of
+                 nn.Transformer.generate_square_subsequent_mask(128), as a decoder is called: its
+                 nn.MultiheadAttention modules take their slow path (masked self-attention,
+                 cross-attention).
 Every model goes through static_runtime.bench.compare at each of --threads (default 1,2): outputs
 checked against TorchScript's (ONNX Runtime's too), then medians over interleaved rounds, ONNX
 Runtime net of its node binding's per-call cost. A runtime that cannot run a model is reported
@@ -63,7 +68,7 @@ from torch import nn  # noqa: E402
 
 from recurrent import Classifier  # noqa: E402 - benchmarks/recurrent.py
 
-MODELS = ("vit_b_16", "wav2vec2_base", "lstm", "encoder_layer")
+MODELS = ("vit_b_16", "wav2vec2_base", "lstm", "encoder_layer", "decoder_layer")
 MEMORY_MODEL = "transformer_2block"
 MEMORY_DESCRIPTION = "2 pre-LN blocks d=256, 4 heads, 8×128×256"
 MEMORY_RUNTIMES = ("eager", "ours", "pytorch_sr", "onnxruntime")
@@ -88,27 +93,55 @@ def _vit_b_16() -> nn.Module:
     return model
 
 
+class CausalDecoderLayer(nn.Module):
+    """A decoder layer called as a decoder is: the target, the encoder's memory, a causal mask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(256, 4, batch_first=True)
+
+    def forward(self, target: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.layer(target, memory, tgt_mask=mask)
+
+
 def _wav2vec2_base() -> nn.Module:
     return Wav2Vec2Features(torchaudio.models.wav2vec2_base())
 
 
-# name -> (description, model factory, input shape)
+def _random(*shape):
+    """Inputs of these shapes, drawn from a generator of its own (the same whatever ran before)."""
+
+    def inputs(generator: torch.Generator) -> tuple:
+        return tuple(torch.randn(*size, generator=generator) for size in shape)
+
+    return inputs
+
+
+def _decoder_inputs(generator: torch.Generator) -> tuple:
+    target, memory = _random((8, 128, 256), (8, 128, 256))(generator)
+    return target, memory, nn.Transformer.generate_square_subsequent_mask(target.size(1))
+
+
+# name -> (description, model factory, inputs from a generator)
 CASES = {
-    "vit_b_16": ("torchvision vit_b_16, 1×3×224×224", _vit_b_16, (1, 3, 224, 224)),
+    "vit_b_16": ("torchvision vit_b_16, 1×3×224×224", _vit_b_16, _random((1, 3, 224, 224))),
     "wav2vec2_base": ("torchaudio wav2vec2_base, 1 s of 16 kHz audio (1×16000)", _wav2vec2_base,
-                      (1, 16000)),
+                      _random((1, 16000))),
     "lstm": ("2-layer bidirectional LSTM 64→128 + Linear, 1×32×64",
-             lambda: Classifier("LSTM"), (1, 32, 64)),
+             lambda: Classifier("LSTM"), _random((1, 32, 64))),
     "encoder_layer": ("nn.TransformerEncoderLayer(256, 4), 8×128×256",
                       lambda: nn.TransformerEncoderLayer(256, 4, batch_first=True),
-                      (8, 128, 256)),
-    MEMORY_MODEL: (MEMORY_DESCRIPTION, common.run_all.TwoBlockTransformer256, (8, 128, 256)),
+                      _random((8, 128, 256))),
+    "decoder_layer": ("nn.TransformerDecoderLayer(256, 4), causal mask, 8×128×256 + memory "
+                      "8×128×256", CausalDecoderLayer, _decoder_inputs),
+    MEMORY_MODEL: (MEMORY_DESCRIPTION, common.run_all.TwoBlockTransformer256,
+                   _random((8, 128, 256))),
 }
 
 
 def inputs_of(name: str):
     """The model's inputs, the same for a given name, without building the model."""
-    return (torch.randn(*CASES[name][2], generator=torch.Generator().manual_seed(1)),)
+    return CASES[name][2](torch.Generator().manual_seed(1))
 
 
 def make(name: str):
