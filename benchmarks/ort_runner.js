@@ -5,17 +5,19 @@
 //
 //   node ort_runner.js CONFIG.json
 //
-// CONFIG: {"model": "m.onnx", "identity": "identity.onnx", "threads": 1, "warmup": 20,
+// CONFIG: {"model": "m.onnx", "binding_twin": "twin.onnx", "threads": 1, "warmup": 20,
 //          "inputs": [{"name": "x", "type": "float32", "dims": [8, 64], "file": "x.bin"}],
 //          "output_dir": "DIR"}
-// "identity" is a model with the same inputs that returns them unchanged: timing it in the same
-// process gives the binding's per-call cost (JS tensors in, promise, output wrapping), which the
-// caller subtracts. After loading and warming up both sessions, prints one JSON line
+// "binding_twin" is a model with the same inputs that returns outputs of the model's shapes and
+// dtypes without computing them (static_runtime.ort.BindingTwin): timing it in the same process
+// gives the binding's per-call cost (JS tensors in, promise, output wrapping), which the caller
+// subtracts. After loading and warming up both sessions, prints one JSON line
 // {"ready": true, "version": ..., "outputs": [{"name", "type", "dims", "file"}]} (the model's
 // outputs on the given inputs, written raw to output_dir so the caller can check them). Then
 // reads one JSON request per line:
-//   {"calls": N}  times N model runs and N identity runs, alternating (so drift hits both
-//                 alike); replies {"model_s": [per-call seconds...], "identity_s": [...]}
+//   {"calls": N, "untimed": U}  runs each session U times untimed, then times N model runs and
+//                 N twin runs, alternating (so drift hits both alike); replies
+//                 {"model_s": [per-call seconds...], "binding_s": [...]}
 //   {"quit": true} exits.
 // Errors are printed as {"error": "..."} and exit with status 1.
 'use strict';
@@ -74,15 +76,20 @@ async function timeOne(session, feeds) {
   return Number(process.hrtime.bigint() - start) * 1e-9;
 }
 
-// Per-call seconds of `calls` runs of each session, alternating between them.
-async function timeBoth(model, identity, feeds, calls) {
+// Per-call seconds of `calls` runs of each session, alternating between them, after `untimed`
+// runs of each.
+async function timeBoth(model, twin, feeds, calls, untimed = 0) {
+  for (let i = 0; i < untimed; ++i) {
+    await model.run(feeds);
+    await twin.run(feeds);
+  }
   const model_s = new Array(calls);
-  const identity_s = new Array(calls);
+  const binding_s = new Array(calls);
   for (let i = 0; i < calls; ++i) {
     model_s[i] = await timeOne(model, feeds);
-    identity_s[i] = await timeOne(identity, feeds);
+    binding_s[i] = await timeOne(twin, feeds);
   }
-  return {model_s, identity_s};
+  return {model_s, binding_s};
 }
 
 function writeOutputs(results, dir) {
@@ -104,9 +111,9 @@ async function main() {
     feeds[spec.name] = loadInput(spec);
   }
   const model = await createSession(config.model, config.threads);
-  const identity = await createSession(config.identity, config.threads);
+  const twin = await createSession(config.binding_twin, config.threads);
   const outputs = writeOutputs(await model.run(feeds), config.output_dir);
-  await timeBoth(model, identity, feeds, config.warmup);
+  await timeBoth(model, twin, feeds, config.warmup);
   process.stdout.write(
       JSON.stringify({ready: true, version: ort.env.versions.node || '', outputs}) + '\n');
 
@@ -116,7 +123,8 @@ async function main() {
     if (request.quit) {
       break;
     }
-    process.stdout.write(JSON.stringify(await timeBoth(model, identity, feeds, request.calls)) + '\n');
+    const times = await timeBoth(model, twin, feeds, request.calls, request.untimed || 0);
+    process.stdout.write(JSON.stringify(times) + '\n');
   }
   process.exit(0);
 }
