@@ -231,17 +231,20 @@ std::optional<int64_t> rankOf(const Value* value, bool use_asserts) {
     }
   } else if (isKind(node, "aten::cat") &&
              node->input(0)->node()->kind() == c10::prim::ListConstruct) {
-    // Every piece has the result's rank (but legacy empty 1-D pieces, which the larger rank
-    // outvotes).
+    // Every piece has the result's rank but legacy empty 1-D pieces: one piece of a known rank
+    // above 1 fixes it (F.multi_head_attention_forward's cat of k and a zeros of run-time
+    // sizes, with add_zero_attn), else the larger rank of them all.
     std::optional<int64_t> rank;
+    bool all_known = true;
     for (const Value* piece : node->input(0)->node()->inputs()) {
       const auto r = rankOf(piece, use_asserts);
-      if (!r) {
-        return std::nullopt;
+      if (r && *r > 1) {
+        return r;
       }
-      rank = std::max(rank.value_or(0), *r);
+      all_known = all_known && r.has_value();
+      rank = std::max(rank.value_or(0), r.value_or(0));
     }
-    return rank;
+    return all_known ? rank : std::nullopt;
   }
   // size(value) unpacked into n ints: ListUnpack raises unless value has rank n.
   for (const torch::jit::Use& use : value->uses()) {

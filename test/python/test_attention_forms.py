@@ -437,9 +437,9 @@ def test_gpt2_block_and_vit_fuse_to_as_few_nodes_as_the_zoo_block():
 
 
 class ModuleMasked(nn.Module):
-    def __init__(self, batch_first: bool = True) -> None:
+    def __init__(self, batch_first: bool = True, **options) -> None:
         super().__init__()
-        self.attention = nn.MultiheadAttention(D_MODEL, HEADS, batch_first=batch_first)
+        self.attention = nn.MultiheadAttention(D_MODEL, HEADS, batch_first=batch_first, **options)
 
     def forward(self, x: Tensor, memory: Tensor, attn_mask: Optional[Tensor], padding: Optional[Tensor]) -> Tensor:
         return self.attention(x, memory, memory, attn_mask=attn_mask, key_padding_mask=padding, need_weights=False)[0]
@@ -466,6 +466,13 @@ SLOW_PATH_FORMS = {
     "sequence_first": (
         lambda: ModuleMasked(batch_first=False),
         lambda b, s: (torch.randn(s, b, D_MODEL), torch.randn(s + 2, b, D_MODEL), None, None),
+        1,
+    ),
+    # k and v get a learned bias row and a zero row (torch.cat with run-time sizes), the mask a
+    # column each (F.pad).
+    "bias_kv_zero_attn": (
+        lambda: ModuleMasked(add_bias_kv=True, add_zero_attn=True),
+        lambda b, s: (_x(b, s), _x(b, s + 2), torch.randn(s, s + 2), None),
         1,
     ),
     "transformer_decoder_layer": (

@@ -109,5 +109,28 @@ graph(%x : Tensor, %y : Tensor):
   EXPECT_FALSE(passes::knownRank(graph->inputs()[1]).has_value());
 }
 
+TEST(ShapeFacts, CatRankFromOnePieceAboveOneDim) {
+  // cat([k, z]) with k 3-D (a view) and z of a rank nothing fixes: every piece of a cat has the
+  // result's rank, but for legacy empty 1-D ones, so k's rank is the result's. A 1-D piece does
+  // not fix it (it may be such an empty one).
+  auto graph = parsedGraph(R"IR(
+graph(%k : Tensor, %z : Tensor, %flat : Tensor):
+  %1 : int = prim::Constant[value=1]()
+  %m1 : int = prim::Constant[value=-1]()
+  %2 : int = prim::Constant[value=2]()
+  %shape : int[] = prim::ListConstruct(%2, %m1, %2)
+  %k3 : Tensor = aten::view(%k, %shape)
+  %pieces : Tensor[] = prim::ListConstruct(%k3, %z)
+  %joined : Tensor = aten::cat(%pieces, %1)
+  %flat_shape : int[] = prim::ListConstruct(%m1)
+  %f1 : Tensor = aten::view(%flat, %flat_shape)
+  %others : Tensor[] = prim::ListConstruct(%f1, %z)
+  %unknown : Tensor = aten::cat(%others, %1)
+  return (%joined, %unknown)
+)IR");
+  EXPECT_EQ(passes::knownRank(graph->outputs()[0]), 3);
+  EXPECT_FALSE(passes::knownRank(graph->outputs()[1]).has_value());
+}
+
 } // namespace
 } // namespace srt::testing
