@@ -78,36 +78,54 @@ void newFull(ProcessedNode& p) {
 }
 
 // zeros_like / ones_like / empty_like (self, *, dtype, layout, device, pin_memory,
-// memory_format) and full_like (self, fill_value, *, ...): self's sizes and layout
-// (memory_format=preserve) and, unless given, its dtype. A placement or memory format declines
-// the node (likeFactory): those are not this runtime's to make.
-void fillLike(ProcessedNode& p, size_t dtype_input, const c10::optional<c10::Scalar>& value) {
+// memory_format) and full_like (self, fill_value, *, ...): self's sizes and, unless given, its
+// dtype; self's layout (memory_format None or preserve) or a contiguous one (contiguous, which
+// torch.legacy_contiguous_format also is: torch.nn.utils.rnn's invert_permutation). A placement or
+// another memory format declines the node (likeFactory): those are not this runtime's to make.
+void fillLike(ProcessedNode& p, size_t dtype_input, const c10::optional<c10::Scalar>& value,
+              bool contiguous) {
   const at::Tensor& self = p.input(0).toTensor();
   const c10::IValue& dtype = p.input(dtype_input);
   at::Tensor& out = outputTensor(
       p, 0, dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType()));
-  resizePreservingLayout(out, self);
+  if (contiguous) {
+    at::native::resize_(out, self.sizes());
+  } else {
+    resizePreservingLayout(out, self);
+  }
   if (value && out.numel() > 0) {
     out.fill_(*value);
   }
 }
 
-template <int kFill> void filledLike(ProcessedNode& p) {
-  fillLike(p, 1, kFill < 0 ? c10::nullopt : c10::optional<c10::Scalar>(kFill));
+template <int kFill, bool kContiguous> void filledLike(ProcessedNode& p) {
+  fillLike(p, 1, kFill < 0 ? c10::nullopt : c10::optional<c10::Scalar>(kFill), kContiguous);
 }
 
-void fullLike(ProcessedNode& p) {
-  fillLike(p, 2, p.input(1).toScalar());
+template <bool kContiguous> void fullLike(ProcessedNode& p) {
+  fillLike(p, 2, p.input(1).toScalar(), kContiguous);
 }
 
-// The *_like node when everything after its dtype is None.
+// The *_like node when its placement inputs are None and its memory format None, preserve or
+// contiguous: `preserving` or `contiguous` then.
 std::optional<KernelFunction> likeFactory(const Node* node, size_t dtype_input,
-                                          KernelFunction kernel) {
-  if (node->inputs().size() != dtype_input + 5 || !noneFrom(node, dtype_input + 1) ||
+                                          KernelFunction preserving, KernelFunction contiguous) {
+  const size_t format_input = dtype_input + 4;
+  if (node->inputs().size() != format_input + 1 || !noneFrom(node, dtype_input + 1, format_input) ||
       node->input(0)->type()->kind() != c10::TypeKind::TensorType) {
     return std::nullopt;
   }
-  return kernel;
+  const std::optional<c10::IValue> format = torch::jit::toIValue(node->input(format_input));
+  if (!format) {
+    return std::nullopt;
+  }
+  if (format->isNone() || format->toInt() == static_cast<int64_t>(at::MemoryFormat::Preserve)) {
+    return preserving;
+  }
+  if (format->toInt() == static_cast<int64_t>(at::MemoryFormat::Contiguous)) {
+    return contiguous;
+  }
+  return std::nullopt;
 }
 
 // The unnamed overload with `arguments` inputs (zeros.names, full.out ... decline); aten::empty's
@@ -158,16 +176,16 @@ SRT_REGISTER_KERNEL("aten::new_empty", kOutVariant, [](const Node* node, const K
   return takeOverload(node, "", 6, newFilled<-1>);
 });
 SRT_REGISTER_KERNEL("aten::zeros_like", kOutVariant, [](const Node* node, const KernelOptions&) {
-  return likeFactory(node, 1, filledLike<0>);
+  return likeFactory(node, 1, filledLike<0, false>, filledLike<0, true>);
 });
 SRT_REGISTER_KERNEL("aten::ones_like", kOutVariant, [](const Node* node, const KernelOptions&) {
-  return likeFactory(node, 1, filledLike<1>);
+  return likeFactory(node, 1, filledLike<1, false>, filledLike<1, true>);
 });
 SRT_REGISTER_KERNEL("aten::empty_like", kOutVariant, [](const Node* node, const KernelOptions&) {
-  return likeFactory(node, 1, filledLike<-1>);
+  return likeFactory(node, 1, filledLike<-1, false>, filledLike<-1, true>);
 });
 SRT_REGISTER_KERNEL("aten::full_like", kOutVariant, [](const Node* node, const KernelOptions&) {
-  return likeFactory(node, 2, fullLike);
+  return likeFactory(node, 2, fullLike<false>, fullLike<true>);
 });
 SRT_REGISTER_KERNEL("aten::new_full", kOutVariant, [](const Node* node, const KernelOptions&) {
   return takeOverload(node, "", 7, newFull);

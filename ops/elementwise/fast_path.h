@@ -3,6 +3,8 @@
 // ATen's type promotion and scalar handling the `at::cpu::*_out` calls need from us.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -119,11 +121,11 @@ inline at::ScalarType floatingResultType(at::ScalarType type) {
   return c10::isIntegralType(type, /*includeBool=*/true) ? defaultDtype() : type;
 }
 
-// True when the node's inputs from `first` on are all None in the graph: a factory's layout,
-// device and pin_memory (and memory_format) arguments. Kernels that make CPU tensors decline
-// anything else; other placements are not this runtime's to make.
-inline bool noneFrom(const torch::jit::Node* node, size_t first) {
-  for (size_t i = first; i < node->inputs().size(); ++i) {
+// True when the node's inputs from `first` on (up to `end`) are all None in the graph: a
+// factory's layout, device and pin_memory (and memory_format) arguments. Kernels that make CPU
+// tensors decline anything else; other placements are not this runtime's to make.
+inline bool noneFrom(const torch::jit::Node* node, size_t first, size_t end = SIZE_MAX) {
+  for (size_t i = first; i < std::min(end, node->inputs().size()); ++i) {
     if (!node->input(i)->type()->cast<c10::NoneType>()) {
       return false;
     }

@@ -41,6 +41,20 @@ template <at::Tensor& (*Op)(at::Tensor&, const at::Tensor&)> void binaryScalar(P
   p.output(0) = Op(target, wrappedScalar(p.input(1).toScalar()));
 }
 
+// scatter_(Tensor(a!) self, int dim, Tensor index, Tensor src) and its `value` overload (no
+// reduce): torch.nn.utils.rnn's invert_permutation writes arange into an empty_like this way.
+void scatterSource(ProcessedNode& p) {
+  at::Tensor target = self(p);
+  p.output(0) =
+      at::cpu::scatter_(target, p.input(1).toInt(), p.input(2).toTensor(), p.input(3).toTensor());
+}
+
+void scatterValue(ProcessedNode& p) {
+  at::Tensor target = self(p);
+  p.output(0) =
+      at::cpu::scatter_(target, p.input(1).toInt(), p.input(2).toTensor(), p.input(3).toScalar());
+}
+
 // copy_(Tensor(a!) self, Tensor src, bool non_blocking=False)
 void copyInPlace(ProcessedNode& p) {
   at::Tensor target = self(p);
@@ -66,5 +80,8 @@ SRT_REGISTER_KERNEL("aten::div_", kNative, [](const Node* node, const KernelOpti
       node, {{"Tensor", binaryTensor<at::cpu::div_>}, {"Scalar", binaryScalar<at::cpu::div_>}});
 });
 SRT_REGISTER_KERNEL("aten::copy_", kNative, tensorOverload<copyInPlace>);
+SRT_REGISTER_KERNEL("aten::scatter_", kNative, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"src", scatterSource}, {"value", scatterValue}});
+});
 
 } // namespace srt::ops

@@ -109,6 +109,22 @@ class AudioClassifier(nn.Module):
         return self.head(self.features(x))
 
 
+class PackedLstm(nn.Module):
+    """Variable-length sequences the way NLP code batches them: pack_padded_sequence (unsorted
+    lengths), a bidirectional LSTM on the packed data, pad_packed_sequence, a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(12, 24, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(48, 5)
+
+    def forward(self, x: Tensor, lengths: Tensor) -> Tensor:
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = self.rnn(packed)
+        padded, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
+        return self.head(padded)
+
+
 class ProjectedLstm(nn.Module):
     """A bidirectional LSTM with projections (LSTMP, speech recognition encoders)."""
 
@@ -199,6 +215,9 @@ def _models() -> List[RealModel]:
                   [(torch.randn(1, 8, 50),), (torch.randn(3, 8, 37),)], zero_fallbacks=True),
         RealModel("lstm_projection", ProjectedLstm,
                   [(torch.randn(1, 7, 20),), (torch.randn(3, 5, 20),)], zero_fallbacks=True),
+        RealModel("lstm_packed_sequence", PackedLstm,
+                  [(torch.randn(3, 7, 12), torch.tensor([7, 3, 5])),
+                   (torch.randn(2, 4, 12), torch.tensor([2, 4]))], zero_fallbacks=True),
         RealModel("transformer_decoder_causal", CausalDecoder,
                   [(torch.randn(2, 7, 64), torch.randn(2, 9, 64)),
                    (torch.randn(1, 5, 64), torch.randn(1, 4, 64))], zero_fallbacks=True),

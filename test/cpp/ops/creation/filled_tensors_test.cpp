@@ -121,13 +121,36 @@ def forward(self, x):
   }
 }
 
-// A device, layout or memory format is not this runtime's to make: the JIT operator runs it.
+// memory_format=torch.contiguous_format (which torch.legacy_contiguous_format also is: the
+// invert_permutation of nn.utils.rnn) makes a contiguous tensor whatever self's layout.
+TEST(FilledTensors, LikeFormsInTheContiguousFormat) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return torch.zeros_like(x, memory_format=0), torch.full_like(x, 2.0, memory_format=0), torch.empty_like(x, memory_format=0).stride()
+)JIT";
+  const at::Tensor transposed = torch::randn({3, 4}).t();
+  expectMatchesJit(
+      source,
+      {{{transposed}}, {{torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast)}}});
+  StaticModule module(scriptModule(source));
+  for (const char* op : {"aten::zeros_like", "aten::full_like", "aten::empty_like"}) {
+    EXPECT_EQ(kernelKinds(module).at(op), std::set<KernelKind>{KernelKind::kOutVariant}) << op;
+  }
+  for (int call = 0; call < 2; ++call) {
+    const auto outputs = module({transposed}).toTupleRef().elements();
+    EXPECT_TRUE(outputs[0].toTensor().is_contiguous());
+    EXPECT_TRUE(outputs[1].toTensor().is_contiguous());
+  }
+}
+
+// A device, layout or another memory format is not this runtime's to make: the JIT operator runs
+// it.
 TEST(FilledTensors, LikeFormsWithAPlacementFallBack) {
   const char* source = R"JIT(
 def forward(self, x):
-    return torch.zeros_like(x, device=torch.device("cpu")), torch.ones_like(x, memory_format=0)
+    return torch.zeros_like(x, device=torch.device("cpu")), torch.ones_like(x, memory_format=2)
 )JIT";
-  expectMatchesJit(source, {{{torch::randn({2})}}, {{torch::randn({3, 1})}}});
+  expectMatchesJit(source, {{{torch::randn({2, 3, 1, 1})}}, {{torch::randn({1, 3, 2, 2})}}});
   StaticModule module(scriptModule(source));
   EXPECT_EQ(module.stats().fallback_ops.at("aten::zeros_like"), 1u);
   EXPECT_EQ(module.stats().fallback_ops.at("aten::ones_like"), 1u);

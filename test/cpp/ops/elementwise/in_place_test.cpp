@@ -36,6 +36,24 @@ def forward(self, x, mask, y):
                {{torch::randn({4, 3}), torch::randn({4, 3}, torch::kDouble), torch::randn({3})}}});
 }
 
+// scatter_ of a tensor and of a value into a fresh tensor: nn.utils.rnn's invert_permutation
+// (empty_like in the legacy contiguous format, then arange scattered by the permutation).
+TEST(InPlace, ScatterMatchesTheJit) {
+  const char* source = R"JIT(
+def forward(self, permutation, x, idx):
+    inverse = torch.empty_like(permutation, memory_format=0)
+    inverse.scatter_(0, permutation, torch.arange(0, permutation.numel()))
+    y = x * 1.0
+    y.scatter_(1, idx, 7.0)
+    return inverse, y
+)JIT";
+  expectKinds(source, {{"aten::scatter_", KernelKind::kNative},
+                       {"aten::empty_like", KernelKind::kOutVariant}});
+  expectMatchesJit(
+      source, {{{torch::tensor({2, 0, 1}), torch::randn({2, 4}), torch::tensor({{0, 3}, {1, 1}})}},
+               {{torch::randperm(6), torch::randn({3, 2}), torch::tensor({{1}, {0}, {1}})}}});
+}
+
 TEST(InPlace, IndexPutMatchesTheJit) {
   const char* source = R"JIT(
 def forward(self, x, mask, idx, v):

@@ -231,6 +231,52 @@ INSTANTIATE_TEST_SUITE_P(EveryMode, PackedSequences,
                                                               "rnn_relu"),
                                             ::testing::Values(1, 2), ::testing::Bool()));
 
+// pad_packed_sequence's op (ops/recurrent/packed_sequence.cpp): sequences packed from a padded
+// batch, padded again, batch first or not, with a padding value and a total length longer than
+// the longest sequence, or 0; the lengths as ATen counts them.
+TEST(PackedSequencePadding, MatchesJit) {
+  const char* source = R"JIT(
+def forward(self, x, lengths, batch_first: bool, total_length: int):
+    data, batch_sizes = torch._pack_padded_sequence(x, lengths, batch_first)
+    doubled = data * 2.0
+    padded, counted = torch._pad_packed_sequence(doubled, batch_sizes, batch_first, -1.5, total_length)
+    return padded, counted, padded.stride()
+)JIT";
+  std::vector<InputSet> sets;
+  for (const bool batch_first : {false, true}) {
+    for (const int64_t total_length : {0, 9}) {
+      const auto padded = [&](int64_t steps, int64_t batch) {
+        return batch_first ? torch::randn({batch, steps, 3}) : torch::randn({steps, batch, 3});
+      };
+      sets.push_back(
+          {{padded(6, 3), torch::tensor({6, 4, 1}, torch::kLong), batch_first, total_length}, {}});
+      sets.push_back(
+          {{padded(7, 1), torch::tensor({7}, torch::kLong), batch_first, total_length}, {}});
+    }
+  }
+  expectMatchesJit(source, sets);
+  const auto kinds = kernelKinds(StaticModule(scriptModule(source)));
+  EXPECT_EQ(kinds.at("aten::_pad_packed_sequence"), std::set<KernelKind>{KernelKind::kOutVariant});
+}
+
+TEST(PackedSequencePadding, ATooShortTotalLengthIsAClearError) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, data, batch_sizes, total_length: int):
+    return torch._pad_packed_sequence(data, batch_sizes, False, 0.0, total_length)[0]
+)JIT"));
+  const at::Tensor data = torch::randn({5, 2});
+  const at::Tensor batch_sizes = torch::tensor({2, 2, 1}, torch::kLong);
+  try {
+    module({data, batch_sizes, 2});
+    FAIL() << "expected an error";
+  } catch (const c10::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("total_length"), std::string::npos) << error.what();
+  }
+  const at::Tensor padded = module({data, batch_sizes, 0}).toTensor();
+  EXPECT_TRUE(torch::equal(
+      padded, std::get<0>(at::_pad_packed_sequence(data, batch_sizes, false, 0.0, 0))));
+}
+
 // At fixed shapes, with the outputs managed too, runs after the first two allocate no tensor
 // memory: outputs in the planned arena, the loop's buffers and oneDNN's scratchpad in the node's
 // planned scratch.
