@@ -18,9 +18,9 @@
 //
 // Matched from the fast-path op: query, key and value the same x, no mask, need_weights a constant
 // False, every weight a float32 constant of the shapes E and H imply. Its result is followed out
-// of the If blocks and tuples to the one top-level value the module returns; the If producing it
-// must hold the slow path of the same module (a linear on the same out_proj weight) in its other
-// branch, and the attention weights must be unused.
+// of the If blocks and tuples to the one top-level value the module returns (unpacked, or indexed
+// with [0]); the If producing it must hold the slow path of the same module (a linear on the same
+// out_proj weight) in its other branch, and the attention weights must be unused.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -74,7 +74,8 @@ std::optional<int64_t> constantInt(const Value* value) {
 
 struct ModuleMatch {
   Node* native = nullptr;
-  Node* unpack = nullptr;    // the top-level prim::TupleUnpack of the module's (output, weights)
+  Node* reader = nullptr;    // the top-level TupleUnpack of the module's (output, weights), or
+                             // TupleIndex of its output (`attention(x, x, x)[0]`)
   Node* branches = nullptr;  // the top-level If choosing fast or slow path
   Node* fast_path = nullptr; // the top-level If holding the fast-path op (its checks inside)
   Value* x = nullptr;
@@ -83,8 +84,8 @@ struct ModuleMatch {
 };
 
 // Where `value` (element `index` of it, when it is in a tuple) ends up: through TupleConstruct,
-// block returns (to the owning If's output) and a top-level TupleUnpack. Sets the If whose
-// output the top-level value is.
+// block returns (to the owning If's output) and a top-level TupleUnpack or TupleIndex of that
+// element. Sets the If whose output the top-level value is.
 Value* followOut(Value* value, ModuleMatch& match) {
   std::optional<size_t> element; // set once `value` is a tuple holding the result at `element`
   Block* top = value->owningGraph()->block();
@@ -109,8 +110,13 @@ Value* followOut(Value* value, ModuleMatch& match) {
       }
     } else if (user->kind() == c10::prim::TupleUnpack && element && user->owningBlock() == top &&
                value->node() == match.branches) {
-      match.unpack = user;
+      match.reader = user;
       return user->output(*element);
+    } else if (user->kind() == c10::prim::TupleIndex && element && user->owningBlock() == top &&
+               value->node() == match.branches && use.offset == 0 &&
+               constantInt(user->input(1)) == static_cast<int64_t>(*element)) {
+      match.reader = user;
+      return user->output();
     } else {
       return nullptr;
     }
@@ -164,13 +170,13 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   if (result == nullptr || match.branches == nullptr) {
     return std::nullopt;
   }
-  for (Value* output : match.unpack->outputs()) {
+  for (Value* output : match.reader->outputs()) {
     if (output != result && !output->uses().empty()) {
       return std::nullopt;
     }
   }
   // x must be defined where the replacement goes (the module's top-level result).
-  if (match.x->node()->owningBlock() != match.unpack->owningBlock() ||
+  if (match.x->node()->owningBlock() != match.reader->owningBlock() ||
       !match.x->node()->isBefore(match.branches)) {
     return std::nullopt;
   }
@@ -224,7 +230,7 @@ void destroyUnusedProducers(Node* node) {
 void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
   Node* native = match.native;
   Value* result = nullptr;
-  for (Value* output : match.unpack->outputs()) {
+  for (Value* output : match.reader->outputs()) {
     if (!output->uses().empty()) {
       result = output;
     }
@@ -254,7 +260,7 @@ void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
   }
   // The checks and both paths: their raises (and the lists the checks append to) keep them from
   // dead-code elimination.
-  match.unpack->destroy();
+  match.reader->destroy();
   match.branches->destroy();
   if (match.fast_path != match.branches && unused(match.fast_path)) {
     Node* checks = match.fast_path->input(0)->node();

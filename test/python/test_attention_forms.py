@@ -192,6 +192,14 @@ class ModuleSelfAttention(nn.Module):
         return out
 
 
+class ModuleSelfAttentionIndexed(ModuleSelfAttention):
+    """The same, its output taken with `[0]` rather than unpacked, as much user code does."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        torch._assert(x.dim() == 3, "expected (batch, seq, features)")
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
 def _vit() -> nn.Module:
     from torchvision.models.vision_transformer import VisionTransformer
 
@@ -227,6 +235,8 @@ FORMS = {
     "three_linears_padding_mask": (ThreeLinearsPaddingMask, _x_and_padding, "srt::multi_head_attention", 1),
     "causal_triu_core": (CausalCore, _qkv, "srt::attention", 1),
     "nn_multihead_attention": (ModuleSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
+    "nn_multihead_attention_indexed": (
+        ModuleSelfAttentionIndexed, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "torchvision_vit": (_vit, _images, "srt::multi_head_attention", 2),
     # Its decomposition keeps ATen's layer (and, inside, the slow path) behind an If for masked
     # or nested calls: only the fused op's presence is checked.
