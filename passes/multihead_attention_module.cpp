@@ -1,6 +1,6 @@
-// multihead_attention_module: nn.MultiheadAttention(x, x, x, need_weights=False) with constant
-// weights, as torch.jit.script inlines it (torchvision's ViT encoder blocks, self-attention
-// written with the module), becomes
+// multihead_attention_module: nn.MultiheadAttention(x, x, x) with constant weights and its
+// attention weights unused, as torch.jit.script inlines it (torchvision's ViT encoder blocks,
+// self-attention written with the module), becomes
 //   linear(srt::multi_head_attention(x, in_proj_weight, in_proj_bias, H, None, 1/sqrt(E/H)),
 //          out_proj.weight, out_proj.bias)
 // which the GEMM passes then fuse with the residual add.
@@ -16,8 +16,8 @@
 // off) only choose between the two equal paths. Errors the slow path raises for a wrong embedding
 // size come from the projection instead.
 //
-// Matched from the fast-path op: query, key and value the same x, no mask, need_weights a constant
-// False, every weight a float32 constant of the shapes E and H imply. Its result is followed out
+// Matched from the fast-path op: query, key and value the same x, no mask, every weight a float32
+// constant of the shapes E and H imply. Its result is followed out
 // of the If blocks and tuples to the one top-level value the module returns (unpacked, or indexed
 // with [0]); the If producing it must hold the slow path of the same module (a linear on the same
 // out_proj weight) in its other branch, and the attention weights must be unused.
@@ -149,10 +149,8 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   match.x = native->input(kQuery);
   const std::optional<int64_t> e = constantInt(native->input(kEmbedDim));
   const std::optional<int64_t> h = constantInt(native->input(kNumHeads));
-  const std::optional<c10::IValue> need_weights = torch::jit::toIValue(native->input(kNeedWeights));
   if (native->input(kKey) != match.x || native->input(kValue) != match.x || !e || !h || *e <= 0 ||
-      *h <= 0 || *e % *h != 0 || !need_weights || !need_weights->isBool() ||
-      need_weights->toBool() || native->input(kMask)->type()->kind() != c10::TypeKind::NoneType ||
+      *h <= 0 || *e % *h != 0 || native->input(kMask)->type()->kind() != c10::TypeKind::NoneType ||
       !isFloatConstant(native->input(kQkvWeight), {3 * *e, *e}) ||
       !isFloatConstant(native->input(kQkvBias), {3 * *e}) ||
       !isFloatConstant(native->input(kProjWeight), {*e, *e}) ||
@@ -161,7 +159,9 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   }
   match.embed_dim = *e;
   match.heads = *h;
-  // The attention weights (None when need_weights is False) must go unused.
+  // The attention weights (None when need_weights is False) must go unused; need_weights itself
+  // then changes nothing the module returns (`attention(x, x, x)[0]`, need_weights defaulting to
+  // True, computes weights nobody reads).
   if (native->output(0)->uses().size() != 1 || native->output(1)->uses().size() != 1 ||
       native->output(1)->uses()[0].user != native->output(0)->uses()[0].user) {
     return std::nullopt;

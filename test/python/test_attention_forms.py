@@ -200,6 +200,15 @@ class ModuleSelfAttentionIndexed(ModuleSelfAttention):
         return self.attention(x, x, x, need_weights=False)[0]
 
 
+class ModuleSelfAttentionDefaultWeights(ModuleSelfAttention):
+    """need_weights left at its default (True) and the weights dropped by `[0]`: computed for
+    nobody, so the module fuses as with need_weights=False."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        torch._assert(x.dim() == 3, "expected (batch, seq, features)")
+        return self.attention(x, x, x)[0]
+
+
 def _vit() -> nn.Module:
     from torchvision.models.vision_transformer import VisionTransformer
 
@@ -237,6 +246,8 @@ FORMS = {
     "nn_multihead_attention": (ModuleSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention_indexed": (
         ModuleSelfAttentionIndexed, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
+    "nn_multihead_attention_default_weights": (
+        ModuleSelfAttentionDefaultWeights, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "torchvision_vit": (_vit, _images, "srt::multi_head_attention", 2),
     # Its decomposition keeps ATen's layer (and, inside, the slow path) behind an If for masked
     # or nested calls: only the fused op's presence is checked.
