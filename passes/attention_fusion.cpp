@@ -45,7 +45,7 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 std::optional<int64_t> constantInt(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !constant->isInt()) {
     return std::nullopt;
   }
@@ -53,7 +53,7 @@ std::optional<int64_t> constantInt(const Value* value) {
 }
 
 std::optional<double> constantNumber(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !(constant->isInt() || constant->isDouble())) {
     return std::nullopt;
   }

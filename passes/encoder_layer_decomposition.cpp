@@ -70,7 +70,7 @@ struct LayerConfig {
 };
 
 std::optional<at::Tensor> constantFloatTensor(const Value* value, at::IntArrayRef sizes) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !constant->isTensor()) {
     return std::nullopt;
   }

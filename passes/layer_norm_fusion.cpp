@@ -37,7 +37,7 @@ bool constantIs(const torch::jit::Match& match, const ValueMap& values, const st
 // An int or float constant as a double (constant_as<double> asserts on an int).
 std::optional<double> numberConstant(const torch::jit::Match& match, const ValueMap& values,
                                      const std::string& name) {
-  const std::optional<c10::IValue> value = torch::jit::toIValue(matched(match, values, name));
+  const auto value = torch::jit::toIValue(matched(match, values, name));
   if (!value || !(value->isDouble() || value->isInt())) {
     return std::nullopt;
   }

@@ -44,7 +44,7 @@ void collectPackable(Block* block, std::vector<Node*>& nodes) {
 
 // The node's weight when it is a constant float32 matrix (and not already packed).
 std::optional<at::Tensor> packableWeight(const Node* node) {
-  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(1));
+  const auto weight = torch::jit::toIValue(node->input(1));
   if (!weight || !weight->isTensor()) {
     return std::nullopt;
   }

@@ -57,7 +57,7 @@ const char* const kLinear =
 const char* const kSize = "aten::size.int(Tensor self, int dim) -> int";
 
 std::optional<int64_t> constantInt(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !constant->isInt()) {
     return std::nullopt;
   }
@@ -66,7 +66,7 @@ std::optional<int64_t> constantInt(const Value* value) {
 
 // A constant tensor input (frozen weights are prim::Constant tensors).
 std::optional<at::Tensor> constantTensor(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !constant->isTensor()) {
     return std::nullopt;
   }
@@ -76,7 +76,7 @@ std::optional<at::Tensor> constantTensor(const Value* value) {
 // permute(0, 2, 1, 3) of a 4-D tensor, or transpose(1, 2), the same thing; returns its input.
 Value* swappedHeadsAndSeq(Node* node) {
   if (node->matches(kPermute)) {
-    const std::optional<c10::IValue> dims = torch::jit::toIValue(node->input(1));
+    const auto dims = torch::jit::toIValue(node->input(1));
     if (!dims || !dims->isIntList()) {
       return nullptr;
     }
@@ -478,13 +478,13 @@ bool isLowerTriangularOnes(const Value* t, const Value* x) {
 // the lower-triangular ones above, or triu(ones(T, T, dtype=bool), 1).
 bool isCausalFill(const Node* attention, const Value* x) {
   const Value* mask = attention->input(3);
-  const std::optional<c10::IValue> fills = torch::jit::toIValue(attention->input(5));
+  const auto fills = torch::jit::toIValue(attention->input(5));
   if (!fills || !fills->isBool() || !fills->toBool()) {
     return false;
   }
   const Node* node = mask->node();
   if (node->matches("aten::eq.Scalar(Tensor self, Scalar other) -> Tensor")) {
-    const std::optional<c10::IValue> zero = torch::jit::toIValue(node->input(1));
+    const auto zero = torch::jit::toIValue(node->input(1));
     return zero && (zero->isInt() || zero->isDouble()) && zero->toScalar().toDouble() == 0.0 &&
            isLowerTriangularOnes(node->input(0), x);
   }

@@ -10,9 +10,12 @@
 // out in ~150 ops), 185-300 nodes per module. Both compute the same attention (the fast path is
 // PyTorch's optimisation of the slow one), and so does the replacement, for every input the
 // checks let through, except two cases the replacement does not cover: an unbatched (2-D) input
-// and a nested tensor. So the rewrite needs x's rank proven 3 (passes/shape_facts.h: e.g. the
-// `input.dim() == 3` assert of torchvision's EncoderBlock) and a graph that cannot make nested
-// tensors. The other checks (dtype, device, autocast, grad mode: this runtime runs with grad
+// and a nested tensor. So the rewrite needs a graph that cannot make nested tensors, and x's rank
+// proven 3 (passes/shape_facts.h: e.g. the `input.dim() == 3` assert of torchvision's
+// EncoderBlock) or else a guard: `if x.dim() == 3: <replacement> else: <the module's code>`. The
+// fast path must be reachable at all: a module whose constants rule it out (batch_first=False)
+// has a fast-path op in its graph that never runs, and would read its [T, B, E] input as
+// [B, T, E]. The other checks (dtype, device, autocast, grad mode: this runtime runs with grad
 // off) only choose between the two equal paths. Errors the slow path raises for a wrong embedding
 // size come from the projection instead.
 //
@@ -24,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -62,13 +66,13 @@ enum NativeMhaInput {
 };
 
 bool isFloatConstant(const Value* value, at::IntArrayRef sizes) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   return constant && constant->isTensor() && constant->toTensor().scalar_type() == at::kFloat &&
          constant->toTensor().sizes() == sizes;
 }
 
 std::optional<int64_t> constantInt(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   return constant && constant->isInt() ? std::optional<int64_t>(constant->toInt()) : std::nullopt;
 }
 
@@ -81,6 +85,7 @@ struct ModuleMatch {
   Value* x = nullptr;
   int64_t embed_dim = 0;
   int64_t heads = 0;
+  bool rank_guard = false; // x's rank unknown: the fused form runs when x.dim() == 3
 };
 
 // Where `value` (element `index` of it, when it is in a tuple) ends up: through TupleConstruct,
@@ -140,6 +145,78 @@ bool projectsWith(const Block* block, const Value* weight) {
   return false;
 }
 
+// Whether a string may be empty at run time: not when every value it can take (through If
+// outputs) is a non-empty constant or an aten::format of one.
+bool mayBeEmptyString(const Value* text, int depth = 0) {
+  if (depth > 64) {
+    return true;
+  }
+  if (const auto constant = torch::jit::toIValue(text)) {
+    return !constant->isString() || constant->toStringRef().empty();
+  }
+  const Node* node = text->node();
+  if (node->kind() == c10::aten::format) {
+    return mayBeEmptyString(node->input(0), depth + 1);
+  }
+  if (node->kind() == c10::prim::If) {
+    for (const Block* block : node->blocks()) {
+      if (mayBeEmptyString(block->outputs()[text->offset()], depth + 1)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  return true;
+}
+
+// Whether the fast path can run: its If's condition is `not len(why_not_fast_path) > 0`, and the
+// reason may be empty. A module whose constants rule the fast path out (batch_first=False, whose
+// [T, B, E] input the fast-path op would read as [B, T, E]) leaves every reason non-empty.
+bool fastPathReachable(const Node* fast_path) {
+  const Node* negation = fast_path->input(0)->node();
+  if (negation->kind() != c10::aten::__not__) {
+    return false;
+  }
+  const Node* greater = negation->input(0)->node();
+  if (greater->kind() != c10::aten::gt || constantInt(greater->input(1)) != 0) {
+    return false;
+  }
+  const Node* length = greater->input(0)->node();
+  return length->kind() == c10::aten::len && mayBeEmptyString(length->input(0));
+}
+
+// Whether the top-level nodes from `first` to `last` are read after `last` only through `result`.
+bool onlyResultLeaves(Node* first, Node* last, const Value* result) {
+  std::unordered_set<const Node*> range;
+  for (Node* node = first;; node = node->next()) {
+    if (node->kind() == c10::prim::Return) {
+      return false;
+    }
+    range.insert(node);
+    if (node == last) {
+      break;
+    }
+  }
+  auto in_range = [&](const Node* user) {
+    for (const Node* node = user; node != nullptr; node = node->owningBlock()->owningNode()) {
+      if (range.count(node) != 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const Node* node : range) {
+    for (const Value* output : node->outputs()) {
+      for (const torch::jit::Use& use : output->uses()) {
+        if (output != result && !in_range(use.user)) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   if (!native->matches(kNativeMhaSchema) || may_be_nested) {
     return std::nullopt;
@@ -154,9 +231,14 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
       !isFloatConstant(native->input(kQkvWeight), {3 * *e, *e}) ||
       !isFloatConstant(native->input(kQkvBias), {3 * *e}) ||
       !isFloatConstant(native->input(kProjWeight), {*e, *e}) ||
-      !isFloatConstant(native->input(kProjBias), {*e}) || knownRank(match.x) != 3) {
+      !isFloatConstant(native->input(kProjBias), {*e})) {
     return std::nullopt;
   }
+  const std::optional<int64_t> rank = knownRank(match.x);
+  if (rank && *rank != 3) {
+    return std::nullopt;
+  }
+  match.rank_guard = !rank;
   match.embed_dim = *e;
   match.heads = *h;
   // The attention weights (None when need_weights is False) must go unused; need_weights itself
@@ -175,9 +257,17 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
       return std::nullopt;
     }
   }
+  if (!fastPathReachable(match.fast_path)) {
+    return std::nullopt;
+  }
   // x must be defined where the replacement goes (the module's top-level result).
   if (match.x->node()->owningBlock() != match.reader->owningBlock() ||
-      !match.x->node()->isBefore(match.branches)) {
+      !match.x->node()->isBefore(match.fast_path)) {
+    return std::nullopt;
+  }
+  // Behind a rank guard the module's top-level nodes move into its other branch: nothing after
+  // them may read what they make but the result.
+  if (match.rank_guard && !onlyResultLeaves(match.fast_path, match.reader, result)) {
     return std::nullopt;
   }
   // The other branch of the If is the same module's slow path.
@@ -227,15 +317,9 @@ void destroyUnusedProducers(Node* node) {
   }
 }
 
-void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
+// srt::multi_head_attention + the out-projection at the insertion point; returns the projection.
+Value* insertFusedModule(const ModuleMatch& match, torch::jit::Graph& graph) {
   Node* native = match.native;
-  Value* result = nullptr;
-  for (Value* output : match.reader->outputs()) {
-    if (!output->uses().empty()) {
-      result = output;
-    }
-  }
-  torch::jit::WithInsertPoint guard(match.branches);
   const double scale = 1.0 / std::sqrt(static_cast<double>(match.embed_dim / match.heads));
   // The weights as constants here (freezing may have left them in a block).
   auto constant = [&](NativeMhaInput input) {
@@ -255,8 +339,25 @@ void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
   graph.insertNode(projection);
   projection->output()->setType(c10::TensorType::get());
   projection->copyMetadata(native);
+  return projection->output();
+}
+
+Value* usedOutput(Node* node) {
+  for (Value* output : node->outputs()) {
+    if (!output->uses().empty()) {
+      return output;
+    }
+  }
+  return nullptr;
+}
+
+// x's rank proven 3: the fused form replaces the module's checks and both paths.
+void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
+  Value* result = usedOutput(match.reader);
+  torch::jit::WithInsertPoint guard(match.branches);
+  Value* projected = insertFusedModule(match, graph);
   if (result != nullptr) {
-    result->replaceAllUsesWith(projection->output());
+    result->replaceAllUsesWith(projected);
   }
   // The checks and both paths: their raises (and the lists the checks append to) keep them from
   // dead-code elimination.
@@ -267,6 +368,40 @@ void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
     match.fast_path->destroy();
     destroyUnusedProducers(checks);
   }
+}
+
+// x's rank unknown (no assert on it): `if x.dim() == 3: <fused> else: <the module as it was>`.
+// The unbatched (2-D) input keeps the module's own code; a batched one, the common call, skips
+// its checks and both paths.
+void rewriteGuarded(const ModuleMatch& match, torch::jit::Graph& graph) {
+  Value* result = usedOutput(match.reader);
+  if (result == nullptr) {
+    return; // nothing reads the module's output: dead-code elimination's business
+  }
+  std::vector<Node*> module_nodes;
+  for (Node* node = match.fast_path;; node = node->next()) {
+    module_nodes.push_back(node);
+    if (node == match.reader) {
+      break;
+    }
+  }
+  torch::jit::WithInsertPoint guard(match.fast_path);
+  Value* rank = graph.insert(c10::aten::dim, {match.x});
+  Value* batched = graph.insert(c10::aten::eq, {rank, graph.insertConstant(3)});
+  Node* versions = graph.insertNode(graph.create(c10::prim::If, {batched}, 1));
+  versions->output()->setType(result->type());
+  versions->copyMetadata(match.native);
+  Block* fused = versions->addBlock();
+  Block* original = versions->addBlock();
+  {
+    torch::jit::WithInsertPoint inside(fused);
+    fused->registerOutput(insertFusedModule(match, graph));
+  }
+  result->replaceAllUsesWith(versions->output());
+  for (Node* node : module_nodes) {
+    node->moveBefore(original->return_node());
+  }
+  original->registerOutput(result);
 }
 
 void collectCandidates(Block* block, std::vector<Node*>& candidates) {
@@ -291,7 +426,8 @@ bool fuseMultiheadAttentionModules(GraphPtr& graph) {
     collectCandidates(graph->block(), candidates);
     for (Node* candidate : candidates) {
       if (std::optional<ModuleMatch> match = matchModule(candidate, may_be_nested)) {
-        rewrite(*match, *graph);
+        // (A guarded module's nodes are no longer top-level: it does not match again.)
+        match->rank_guard ? rewriteGuarded(*match, *graph) : rewrite(*match, *graph);
         torch::jit::EliminateDeadCode(graph);
         found = changed = true;
         break;

@@ -20,7 +20,7 @@ const char* const kLinear =
     "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
 
 std::optional<at::Tensor> constantTensor(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !constant->isTensor()) {
     return std::nullopt;
   }
@@ -28,7 +28,7 @@ std::optional<at::Tensor> constantTensor(const Value* value) {
 }
 
 std::optional<int64_t> constantInt(const Value* value) {
-  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  const auto constant = torch::jit::toIValue(value);
   if (!constant || !constant->isInt()) {
     return std::nullopt;
   }

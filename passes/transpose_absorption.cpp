@@ -117,7 +117,7 @@ std::optional<OutputScale> outputScale(const Node* gemm) {
   if (!mul && !div) {
     return std::nullopt;
   }
-  const std::optional<c10::IValue> factor = torch::jit::toIValue(user->input(1));
+  const auto factor = torch::jit::toIValue(user->input(1));
   if (!factor || !(factor->isInt() || factor->isDouble())) {
     return std::nullopt;
   }

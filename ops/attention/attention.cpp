@@ -526,7 +526,7 @@ std::optional<KernelFunction> multiHeadAttentionFactory(const torch::jit::Node* 
   }
   std::shared_ptr<const OneDnnPackedWeight> packed;
   if (options.gemm_backend == GemmBackend::kOneDnn) {
-    const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(1));
+    const auto weight = torch::jit::toIValue(node->input(1));
     if (weight && weight->isTensor() && weight->toTensor().dim() == 2) {
       packed = packOneDnnWeight(weight->toTensor().t());
     }
@@ -557,7 +557,7 @@ std::optional<KernelFunction> packedMultiHeadAttentionFactory(const torch::jit::
   if (!node->matches(kPackedMultiHeadAttentionSchema)) {
     return std::nullopt;
   }
-  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(1));
+  const auto weight = torch::jit::toIValue(node->input(1));
   if (!weight || !weight->isCustomClass()) {
     return std::nullopt;
   }

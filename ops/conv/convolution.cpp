@@ -261,7 +261,7 @@ std::optional<ConvArguments> constantArguments(const torch::jit::Node* node, int
 
 // srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
 std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int spatial_dims) {
-  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
+  const auto weight = torch::jit::toIValue(node->input(kWeight));
   const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
   const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
   if (!weight || !weight->isCustomClass() || !arguments || !epilogue) {
@@ -297,8 +297,8 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   } else {
     return std::nullopt;
   }
-  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
-  const std::optional<c10::IValue> bias = torch::jit::toIValue(node->input(kBias));
+  const auto weight = torch::jit::toIValue(node->input(kWeight));
+  const auto bias = torch::jit::toIValue(node->input(kBias));
   const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
   const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) ||

@@ -115,7 +115,7 @@ std::optional<KernelFunction> likeFactory(const Node* node, size_t dtype_input,
       node->input(0)->type()->kind() != c10::TypeKind::TensorType) {
     return std::nullopt;
   }
-  const std::optional<c10::IValue> format = torch::jit::toIValue(node->input(format_input));
+  const auto format = torch::jit::toIValue(node->input(format_input));
   if (!format) {
     return std::nullopt;
   }

@@ -181,7 +181,7 @@ std::optional<KernelFunction> fusedLinearFactory(const torch::jit::Node* node,
   }
   if (options.gemm_backend == GemmBackend::kOneDnn) {
     // Pre-packed once here, when the module is built, as for aten::linear.
-    std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
+    auto weight = torch::jit::toIValue(node->input(kWeight));
     if (weight && weight->isTensor() && weight->toTensor().dim() == 2) {
       KernelFunction aten = [epilogue = *epilogue](ProcessedNode& p) {
         runFused(p, GemmBackend::kAten, epilogue);

@@ -131,7 +131,7 @@ std::optional<KernelFunction> onednnKernel(const AtenGemmOp& op, const Node* nod
   if (op.packable_input < 0) {
     return std::nullopt;
   }
-  std::optional<c10::IValue> constant = torch::jit::toIValue(node->input(op.packable_input));
+  auto constant = torch::jit::toIValue(node->input(op.packable_input));
   if (!constant || !constant->isTensor() || constant->toTensor().dim() != 2) {
     return std::nullopt;
   }

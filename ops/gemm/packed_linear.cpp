@@ -70,7 +70,7 @@ std::optional<KernelFunction> packedLinearFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   const std::optional<GemmEpilogue> epilogue = constantEpilogue(node);
-  const std::optional<c10::IValue> weight = torch::jit::toIValue(node->input(kWeight));
+  const auto weight = torch::jit::toIValue(node->input(kWeight));
   if (!epilogue || !weight || !weight->isCustomClass()) {
     return std::nullopt;
   }

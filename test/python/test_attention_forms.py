@@ -246,6 +246,8 @@ FORMS = {
     "nn_multihead_attention": (ModuleSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention_indexed": (
         ModuleSelfAttentionIndexed, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
+    "nn_multihead_attention_rank_not_proven": (
+        lambda: RankNotProven(), lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention_default_weights": (
         ModuleSelfAttentionDefaultWeights, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "torchvision_vit": (_vit, _images, "srt::multi_head_attention", 2),
@@ -258,7 +260,7 @@ FORMS = {
         1,
     ),
 }
-KEEPS_A_SLOW_PATH = {"transformer_encoder_layer"}
+KEEPS_A_SLOW_PATH = {"transformer_encoder_layer", "nn_multihead_attention_rank_not_proven"}
 
 
 def _count(graph: str, kind: str) -> int:
@@ -387,11 +389,25 @@ class AttentionWeightsNeeded(ModuleSelfAttention):
 
 
 class RankNotProven(ModuleSelfAttention):
-    """nn.MultiheadAttention on an input that may be unbatched (2-D): its checks stay."""
+    """nn.MultiheadAttention on an input that may be unbatched (2-D): the fused form runs behind
+    `if x.dim() == 3`, the module's own code (checks, both paths) for anything else."""
 
     def forward(self, x: Tensor) -> Tensor:
         out, _ = self.attention(x, x, x, need_weights=False)
         return out
+
+
+class SequenceFirstModule(nn.Module):
+    """batch_first=False: the module's constants rule its fast path out (the fast-path op would read
+    [T, B, E] as [B, T, E]), so there is no fast path to replace, asserted rank or not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = nn.MultiheadAttention(D_MODEL, HEADS)
+
+    def forward(self, x: Tensor) -> Tensor:
+        torch._assert(x.dim() == 3, "expected (seq, batch, features)")
+        return self.attention(x, x, x, need_weights=False)[0]
 
 
 # name -> (module, inputs, kinds that must stay, kinds that must not appear)
@@ -404,7 +420,7 @@ NEAR_MISSES = {
     "scores_used_outside": (ScoresUsedOutside, _qkv, ["aten::softmax"], ["srt::attention"]),
     "projection_used_outside": (ProjectionUsedOutside, lambda b, s: (_x(b, s),), ["srt::attention"], ["srt::multi_head_attention"]),
     "attention_weights_needed": (AttentionWeightsNeeded, lambda b, s: (_x(b, s),), [], ["srt::multi_head_attention"]),
-    "rank_not_proven": (RankNotProven, lambda b, s: (_x(b, s),), [], ["srt::multi_head_attention"]),
+    "sequence_first_module": (SequenceFirstModule, lambda b, s: (torch.randn(s, b, D_MODEL),), [], ["srt::multi_head_attention"]),
 }
 
 
@@ -421,13 +437,17 @@ def test_near_miss_is_left_alone(name):
 
 
 def test_unbatched_input_still_runs_when_the_rank_is_not_proven():
+    """Behind the rank guard: unbatched (2-D) calls take the module's own code, batched ones the
+    fused form, call after call on one module."""
     torch.manual_seed(0)
     model = RankNotProven().eval()
     module = static_runtime.StaticModule(torch.jit.script(model))
-    x = torch.randn(7, D_MODEL)
-    with torch.no_grad():
-        expected = model(x)
-    torch.testing.assert_close(module(x), expected, rtol=1e-4, atol=1e-5)
+    assert _count(module.graph, "srt::multi_head_attention") == 1, module.graph
+    for x in (torch.randn(7, D_MODEL), torch.randn(2, 7, D_MODEL), torch.randn(5, D_MODEL),
+              torch.randn(7, D_MODEL), torch.randn(3, 4, D_MODEL)):
+        with torch.no_grad():
+            expected = model(x)
+        torch.testing.assert_close(module(x), expected, rtol=1e-4, atol=1e-5)
 
 
 def test_gpt2_block_and_vit_fuse_to_as_few_nodes_as_the_zoo_block():
