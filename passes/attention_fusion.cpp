@@ -140,25 +140,42 @@ bool isMatmul(const Node* node) {
          node->matches("aten::bmm(Tensor self, Tensor mat2) -> Tensor");
 }
 
-// The mask branch `if mask is not None: scores = scores + mask`: `node` is the prim::If, `scores`
-// what it adds to. Returns the Optional mask value, or nullptr.
-Value* optionalMaskIf(Node* node, Value*& scores) {
+// A one-output `if mask is not None` (or `is None`) If: the Optional mask and the branch taken
+// with it and without it.
+struct MaskBranches {
+  Value* mask;
+  Block* with_mask;
+  Block* without_mask;
+};
+
+std::optional<MaskBranches> optionalMaskBranches(Node* node) {
   if (node->kind() != c10::prim::If || node->outputs().size() != 1) {
-    return nullptr;
+    return std::nullopt;
   }
-  Node* condition = node->input(0)->node();
+  const Node* condition = node->input(0)->node();
   const bool is_not = condition->kind() == c10::aten::__isnot__;
   if (!is_not && condition->kind() != c10::aten::__is__) {
-    return nullptr;
+    return std::nullopt;
   }
   Value* mask = condition->input(0);
   if (isNoneConstant(mask)) {
     mask = condition->input(1);
   } else if (!isNoneConstant(condition->input(1))) {
+    return std::nullopt;
+  }
+  return MaskBranches{mask, node->blocks()[is_not ? 0 : 1], node->blocks()[is_not ? 1 : 0]};
+}
+
+// The mask branch `if mask is not None: scores = scores + mask`: `node` is the prim::If, `scores`
+// what it adds to. Returns the Optional mask value, or nullptr.
+Value* optionalMaskIf(Node* node, Value*& scores) {
+  const std::optional<MaskBranches> branches = optionalMaskBranches(node);
+  if (!branches) {
     return nullptr;
   }
-  Block* with_mask = node->blocks()[is_not ? 0 : 1];
-  Block* without_mask = node->blocks()[is_not ? 1 : 0];
+  Value* mask = branches->mask;
+  Block* with_mask = branches->with_mask;
+  Block* without_mask = branches->without_mask;
   // without: no nodes, returns the scores from outside. with: unchecked_cast(mask), add, return.
   if (without_mask->nodes().begin() != without_mask->nodes().end()) {
     return nullptr;
@@ -279,23 +296,14 @@ std::optional<Product> plainProduct(const Node* product, const Block* block, Sca
 // F.multi_head_attention_forward's product when its mask is Optional:
 //   if attn_mask is not None: scores = baddbmm(attn_mask, q, kᵀ) else: scores = bmm(q, kᵀ)
 // (each branch transposing k, or both reading one kᵀ from outside). The mask stays Optional.
-std::optional<Product> optionalMaskProduct(const Node* node, Scale& scale) {
-  if (node->kind() != c10::prim::If || node->outputs().size() != 1) {
+std::optional<Product> optionalMaskProduct(Node* node, Scale& scale) {
+  const std::optional<MaskBranches> branches = optionalMaskBranches(node);
+  if (!branches) {
     return std::nullopt;
   }
-  const Node* condition = node->input(0)->node();
-  const bool is_not = condition->kind() == c10::aten::__isnot__;
-  if (!is_not && condition->kind() != c10::aten::__is__) {
-    return std::nullopt;
-  }
-  Value* mask = condition->input(0);
-  if (isNoneConstant(mask)) {
-    mask = condition->input(1);
-  } else if (!isNoneConstant(condition->input(1))) {
-    return std::nullopt;
-  }
-  const Block* with_mask = node->blocks()[is_not ? 0 : 1];
-  const Block* without_mask = node->blocks()[is_not ? 1 : 0];
+  Value* mask = branches->mask;
+  const Block* with_mask = branches->with_mask;
+  const Block* without_mask = branches->without_mask;
   const Node* masked = with_mask->outputs()[0]->node();
   const Node* unmasked = without_mask->outputs()[0]->node();
   if (!isBaddbmm(masked) || !isMatmul(unmasked)) {
@@ -419,7 +427,7 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
       break;
     }
   }
-  const Node* product_node = scores->node();
+  Node* product_node = scores->node();
   std::optional<Product> product = plainProduct(product_node, block, match.scale);
   if (!product && product_node->owningBlock() == block) {
     product = optionalMaskProduct(product_node, match.scale);
