@@ -20,10 +20,10 @@
 // size come from the projection instead.
 //
 // Matched from the fast-path op: query, key and value the same x, no mask, every weight a float32
-// constant of the shapes E and H imply. Its result is followed out
-// of the If blocks and tuples to the one top-level value the module returns (unpacked, or indexed
-// with [0]); the If producing it must hold the slow path of the same module (a linear on the same
-// out_proj weight) in its other branch, and the attention weights must be unused.
+// constant of the shapes E and H imply. Its result is followed out of the If blocks and tuples to
+// the one top-level value the module returns (unpacked, or indexed with [0]); the If producing it
+// must hold the slow path of the same module (a linear on the same out_proj weight) in its other
+// branch, and the attention weights must be unused.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -267,7 +267,10 @@ std::optional<ModuleMatch> matchModule(Node* native, bool may_be_nested) {
   }
   // Behind a rank guard the module's top-level nodes move into its other branch: nothing after
   // them may read what they make but the result.
-  if (match.rank_guard && !onlyResultLeaves(match.fast_path, match.reader, result)) {
+  // (An unused result leaves nothing to guard: such a module stays as it is, and cannot match
+  // again and again.)
+  if (match.rank_guard &&
+      (result->uses().empty() || !onlyResultLeaves(match.fast_path, match.reader, result))) {
     return std::nullopt;
   }
   // The other branch of the If is the same module's slow path.
@@ -374,10 +377,7 @@ void rewrite(const ModuleMatch& match, torch::jit::Graph& graph) {
 // The unbatched (2-D) input keeps the module's own code; a batched one, the common call, skips
 // its checks and both paths.
 void rewriteGuarded(const ModuleMatch& match, torch::jit::Graph& graph) {
-  Value* result = usedOutput(match.reader);
-  if (result == nullptr) {
-    return; // nothing reads the module's output: dead-code elimination's business
-  }
+  Value* result = usedOutput(match.reader); // matchModule saw it read
   std::vector<Node*> module_nodes;
   for (Node* node = match.fast_path;; node = node->next()) {
     module_nodes.push_back(node);

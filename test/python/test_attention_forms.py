@@ -450,6 +450,23 @@ def test_unbatched_input_still_runs_when_the_rank_is_not_proven():
         torch.testing.assert_close(module(x), expected, rtol=1e-4, atol=1e-5)
 
 
+class UnusedModuleOutput(ModuleSelfAttention):
+    """The module's output read by nothing, its rank not proven: nothing to guard."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        unused = self.attention(x, x, x)[0]
+        return x * 2.0
+
+
+def test_unused_module_output_builds_and_runs():
+    torch.manual_seed(0)
+    model = UnusedModuleOutput().eval()
+    module = static_runtime.StaticModule(torch.jit.script(model))
+    assert _count(module.graph, "srt::multi_head_attention") == 0, module.graph
+    x = _x(2, 5)
+    torch.testing.assert_close(module(x), x * 2.0)
+
+
 def test_gpt2_block_and_vit_fuse_to_as_few_nodes_as_the_zoo_block():
     """The zoo's pre-LN block keeps 6 nodes: 2 layer_norm, the fused attention, out_proj + residual,
     ffn_in + gelu, ffn_out + residual. So must a GPT-2 block (its causal mask included) and every
