@@ -73,6 +73,10 @@ bool useWinogradConvolutions(GraphPtr& graph);
 // (linear_weight_packing.cpp).
 bool packLinearWeights(GraphPtr& graph);
 
+// Packed linear and convolution weights packed again as bfloat16, for kernels that multiply in
+// bfloat16 (bf16_weights.cpp; only with StaticModuleOptions::fp32_precision = "bf16").
+bool useBFloat16Weights(GraphPtr& graph);
+
 // transpose(-2, -1) / t / permute feeding mm, matmul or bmm, and a constant scale of the result,
 // folded into one srt::gemm (transpose_absorption.cpp).
 bool absorbTransposes(GraphPtr& graph);

@@ -69,12 +69,16 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After channels_last and every pass that reads convolutions (they see plain weights);
       // before dead_code, which drops the plain weight constants it leaves unused.
       {"conv_weight_packing", packConvWeights},
-      // After conv_weight_packing (repacks its constants); before dead_code, which drops the
-      // direct-packed constants it leaves unused.
-      {"conv_winograd", useWinogradConvolutions},
       // After every pass that makes or reads linear layers (fusions see plain weights); before
       // dead_code, which drops the plain weight constants it leaves unused.
       {"linear_weight_packing", packLinearWeights},
+      // After both weight packings (repacks their constants), before conv_winograd, which then
+      // leaves bfloat16 weights direct (Winograd has no bfloat16 kernels), and dead_code.
+      // Off unless StaticModuleOptions::fp32_precision is "bf16".
+      {"bf16_weights", useBFloat16Weights},
+      // After conv_weight_packing (repacks its constants); before dead_code, which drops the
+      // direct-packed constants it leaves unused.
+      {"conv_winograd", useWinogradConvolutions},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

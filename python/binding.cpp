@@ -76,6 +76,10 @@ const ChoiceOption<GemmBackend> kGemmBackendOption{
     "gemm_backend",
     &StaticModuleOptions::gemm_backend,
     {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAten}};
+const ChoiceOption<Fp32Precision> kFp32PrecisionOption{
+    "fp32_precision",
+    &StaticModuleOptions::fp32_precision,
+    {Fp32Precision::kIeee, Fp32Precision::kBf16}};
 const ChoiceOption<MemoryPlannerAlgorithm> kMemoryPlannerOption{
     "memory_planner",
     &StaticModuleOptions::memory_planner,
@@ -87,8 +91,8 @@ std::string validOptionNames() {
     names += names.empty() ? "" : ", ";
     names += option.name;
   }
-  return names + ", " + kGemmBackendOption.name + ", " + kMemoryPlannerOption.name +
-         ", disabled_passes, unbound_constants";
+  return names + ", " + kGemmBackendOption.name + ", " + kFp32PrecisionOption.name + ", " +
+         kMemoryPlannerOption.name + ", disabled_passes, unbound_constants";
 }
 
 // A list or set of str option value; a bare string is iterable too, and would be taken letter by
@@ -116,6 +120,10 @@ StaticModuleOptions optionsFromKwargs(const py::kwargs& kwargs) {
     const std::string name = py::str(key);
     if (name == kGemmBackendOption.name) {
       kGemmBackendOption.set(options, value);
+      continue;
+    }
+    if (name == kFp32PrecisionOption.name) {
+      kFp32PrecisionOption.set(options, value);
       continue;
     }
     if (name == kMemoryPlannerOption.name) {
@@ -156,6 +164,7 @@ py::dict optionsToDict(const StaticModuleOptions& options) {
     dict[option.name] = options.*(option.field);
   }
   dict[kGemmBackendOption.name] = toString(options.gemm_backend);
+  dict[kFp32PrecisionOption.name] = toString(options.fp32_precision);
   dict[kMemoryPlannerOption.name] = toString(options.memory_planner);
   py::list disabled;
   for (const std::string& name : options.disabled_passes) {
@@ -308,8 +317,11 @@ module_or_path: a torch.jit.ScriptModule, a torch.jit.ScriptFunction (whose argu
 options: keyword flags of StaticModuleOptions (enable_out_variant, optimize_memory,
     manage_output_tensors, use_copy_variants, use_maybe_copy_variants; optimize_memory and
     manage_output_tensors require enable_out_variant); gemm_backend, one of "onednn",
-    "openblas", "aten": the library that runs linear / matmul / mm / addmm / bmm; and
-    memory_planner, "greedy_by_size" or "naive": how managed tensors are placed in the arena.
+    "openblas", "aten": the library that runs linear / matmul / mm / addmm / bmm;
+    fp32_precision, "ieee" (the default) or "bf16": "bf16" lets linear layers and convolutions
+    with constant weights multiply in bfloat16, summing in float32 (faster on CPUs with AMX or
+    AVX512-BF16; results differ by about 1e-2 relative); and memory_planner,
+    "greedy_by_size" or "naive": how managed tensors are placed in the arena.
 
 Raises TypeError for a plain nn.Module, an unknown option or a non-bool option value, and
 RuntimeError for an invalid option combination, an unreadable file or an unsupported model.)doc")

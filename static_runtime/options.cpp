@@ -45,6 +45,10 @@ const char* toString(GemmBackend backend) {
   return ops::toString(kernelBackend(backend));
 }
 
+const char* toString(Fp32Precision precision) {
+  return precision == Fp32Precision::kBf16 ? "bf16" : "ieee";
+}
+
 void StaticModuleOptions::validate() const {
   TORCH_CHECK(enable_out_variant || !optimize_memory,
               "StaticModuleOptions: optimize_memory=true requires enable_out_variant=true (only "
@@ -66,6 +70,9 @@ std::set<std::string> StaticModuleOptions::passesToSkip() const {
   // Packed linear weights are what oneDNN's matmul reads; the other backends read plain ones.
   if (gemm_backend != GemmBackend::kOneDnn || !enable_out_variant) {
     skip.insert("linear_weight_packing");
+  }
+  if (fp32_precision != Fp32Precision::kBf16) {
+    skip.insert("bf16_weights");
   }
   return skip;
 }

@@ -22,7 +22,10 @@ struct OneDnnConvWeight {
   int64_t out_channels = 0;
   int64_t in_channels = 0;                  // of the input, all groups
   int64_t kernel[kMaxConvSpatialDims] = {}; // spatial_dims of them
-  dnnl::memory::desc desc;                  // the packed layout, for `algorithm`
+  // What the products read: the weight is stored in it, and a bfloat16 convolution rounds its
+  // float32 input to bfloat16 in scratch (the output stays float32).
+  dnnl::memory::data_type multiply = dnnl::memory::data_type::f32;
+  dnnl::memory::desc desc; // the packed layout, for `algorithm`
   // desc.get_size() bytes: the only copy once passes/conv_weight_packing.cpp has taken the
   // plain weight out of the graph. Shapes whose primitive wants another layout, and the
   // reference path, reorder (or, from Winograd's layout, unpack) from it.
@@ -299,7 +302,7 @@ dnnl::primitive_desc representativePrimitive(const OneDnnConvWeight& w, const me
                                              ConvAlgorithm algorithm) {
   const int dims = w.arguments.spatial_dims;
   const RepresentativeImage image = representativeImage(w);
-  const memory::desc src(activationDims(1, w.in_channels, image.side, dims), kF32,
+  const memory::desc src(activationDims(1, w.in_channels, image.side, dims), w.multiply,
                          memory::format_tag::any);
   const memory::desc dst(activationDims(1, w.out_channels, image.out, dims), kF32,
                          memory::format_tag::any);
@@ -313,8 +316,8 @@ dnnl::primitive_desc representativePrimitive(const OneDnnConvWeight& w, const me
 // (OneDnnConvState::repacked). Throws dnnl::error when oneDNN has no such convolution.
 memory::desc preferredWeightDesc(const OneDnnConvWeight& w, const dnnl::primitive_attr& attr,
                                  ConvAlgorithm algorithm) {
-  return representativePrimitive(w, memory::desc(weightDims(w), kF32, memory::format_tag::any),
-                                 attr, algorithm)
+  return representativePrimitive(
+             w, memory::desc(weightDims(w), w.multiply, memory::format_tag::any), attr, algorithm)
       .weights_desc(0);
 }
 
@@ -428,9 +431,10 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   const auto user_tag = activationTag(spatial_dims, key.channels_last);
   const memory::desc src_user(src_dims, kF32, user_tag);
   const memory::desc dst_user(dst_dims, kF32, user_tag);
-  const memory::desc any_src(src_dims, kF32, memory::format_tag::any);
+  // A bfloat16 weight's input differs from src_user in type, so it is always reordered (rounded).
+  const memory::desc any_src(src_dims, w.multiply, memory::format_tag::any);
   const memory::desc any_dst(dst_dims, kF32, memory::format_tag::any);
-  const memory::desc any_weights(weightDims(w), kF32, memory::format_tag::any);
+  const memory::desc any_weights(weightDims(w), w.multiply, memory::format_tag::any);
   const dnnl::primitive_attr attr = attributes(epilogue);
   dnnl::primitive_desc pd;
   try {
@@ -699,9 +703,9 @@ bool winogradSuits(const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
   const ConvArguments& a = w.arguments;
   constexpr int64_t kMinChannels = 64;
   constexpr int64_t kMaxChannels = 128;
-  if (a.spatial_dims != 2 || a.transposed || a.groups != 1 || w.kernel[0] != 3 ||
-      w.kernel[1] != 3 || a.stride[0] != 1 || a.stride[1] != 1 || a.dilation[0] != 1 ||
-      a.dilation[1] != 1 || w.algorithm != ConvAlgorithm::kDirect ||
+  if (a.spatial_dims != 2 || a.transposed || a.groups != 1 || w.multiply != kF32 ||
+      w.kernel[0] != 3 || w.kernel[1] != 3 || a.stride[0] != 1 || a.stride[1] != 1 ||
+      a.dilation[0] != 1 || a.dilation[1] != 1 || w.algorithm != ConvAlgorithm::kDirect ||
       std::min(w.in_channels, w.out_channels) < kMinChannels ||
       std::max(w.in_channels, w.out_channels) > kMaxChannels) {
     return false;
@@ -724,6 +728,35 @@ std::shared_ptr<const OneDnnConvWeight> packForWinograd(const OneDnnConvWeight& 
   winograd->storage = at::empty({static_cast<int64_t>(winograd->desc.get_size())}, at::kByte);
   repackWeight(packed, winograd->desc, winograd->storage.data_ptr());
   return winograd;
+}
+
+bool bfloat16Pays(const OneDnnConvWeight& packed) {
+  const bool depthwise =
+      packed.arguments.groups > 1 && packed.arguments.groups == packed.in_channels;
+  return !depthwise;
+}
+
+std::shared_ptr<const OneDnnConvWeight> repackConvWeight(const OneDnnConvWeight& packed,
+                                                         MultiplyPrecision precision) {
+  auto repacked = std::make_shared<OneDnnConvWeight>(packed); // arguments, sizes, bias
+  repacked->algorithm = ConvAlgorithm::kDirect;
+  repacked->multiply =
+      precision == MultiplyPrecision::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const at::Tensor plain = plainWeight(packed);
+  try {
+    repacked->desc = preferredWeightDesc(*repacked, dnnl::primitive_attr(), ConvAlgorithm::kDirect);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  repacked->storage = at::empty({static_cast<int64_t>(repacked->desc.get_size())}, at::kByte);
+  reorder(memory(plainWeightDesc(*repacked), oneDnnEngine(), plain.data_ptr()),
+          memory(repacked->desc, oneDnnEngine(), repacked->storage.data_ptr()));
+  return repacked;
+}
+
+MultiplyPrecision multiplyPrecision(const OneDnnConvWeight& packed) {
+  return packed.multiply == memory::data_type::bf16 ? MultiplyPrecision::kBFloat16
+                                                    : MultiplyPrecision::kFloat32;
 }
 
 ConvAlgorithm convAlgorithm(const OneDnnConvWeight& packed) {

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "ops/core/kernel.h"
+#include "ops/core/multiply_precision.h"
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops {
@@ -70,6 +71,18 @@ bool winogradSuits(const OneDnnConvWeight& packed, const ConvEpilogue& epilogue)
 // `packed` packed again for Winograd, where winogradSuits; passes/conv_winograd.cpp swaps it in.
 std::shared_ptr<const OneDnnConvWeight> packForWinograd(const OneDnnConvWeight& packed);
 ConvAlgorithm convAlgorithm(const OneDnnConvWeight& packed);
+
+// `packed` packed again, for the direct algorithm, to multiply in `precision` (its values
+// rounded to bfloat16 for kBFloat16; Winograd has no bfloat16 kernels); nullptr when oneDNN has
+// no such convolution.
+std::shared_ptr<const OneDnnConvWeight> repackConvWeight(const OneDnnConvWeight& packed,
+                                                         MultiplyPrecision precision);
+MultiplyPrecision multiplyPrecision(const OneDnnConvWeight& packed);
+
+// Whether multiplying in bfloat16 makes this convolution faster: not a depthwise one, whose
+// oneDNN kernel does one multiply-add per loaded value either way (efficientnet_b0's 16 at 1
+// thread: 2.65 ms in bfloat16 against 2.54 in float32, before rounding their inputs).
+bool bfloat16Pays(const OneDnnConvWeight& packed);
 
 // The packed weight back in PyTorch's layout (a new tensor), for the reference path of
 // srt::packed_conv2d/3d; its bias and arguments as packed.

@@ -52,7 +52,13 @@ constexpr int64_t kFewOutputs = 8;
 // Products up to this many multiply-adds run as dot products when N is that small.
 constexpr int64_t kDotProductMaxMultiplyAdds = int64_t{1} << 16;
 
-std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
+memory::data_type dataType(MultiplyPrecision precision) {
+  return precision == MultiplyPrecision::kBFloat16 ? memory::data_type::bf16
+                                                   : memory::data_type::f32;
+}
+
+std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight,
+                                               MultiplyPrecision precision) {
   const int64_t k = weight.size(0);
   const int64_t n = weight.size(1);
   // oneDNN takes any positive strides; a broadcast (stride 0) constant is made dense first.
@@ -61,8 +67,8 @@ std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight) {
   const memory::desc plain_desc({k, n}, memory::data_type::f32,
                                 Dims{plain.stride(0), plain.stride(1)});
 
-  const memory::desc src({kPackingRows, k}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc src({kPackingRows, k}, dataType(precision), memory::format_tag::ab);
+  const memory::desc any({k, n}, dataType(precision), memory::format_tag::any);
   const memory::desc dst({kPackingRows, n}, memory::data_type::f32, memory::format_tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), oneDnnEngine());
 
@@ -178,17 +184,27 @@ struct OneDnnGemmState final : NodeState {
   // False when oneDNN has no implementation for `key`: the node then runs ATen's kernel.
   bool supported = false;
   dnnl::matmul primitive;
-  size_t scratchpad_bytes = 0;
-  memory src, weights, bias, dst, scratchpad;
+  // A bfloat16 weight multiplies a bfloat16 activation: the caller's float32 one (src_user) is
+  // rounded into the start of the node's scratch first.
+  bool round_src = false;
+  dnnl::reorder src_rounding;
+  // Scratch, 64-byte aligned offsets: [rounded activation | oneDNN scratchpad].
+  size_t scratchpad_offset = 0, scratchpad_bytes = 0, scratch_bytes = 0;
+  memory src_user, src, weights, bias, dst, scratchpad;
   dnnl::stream stream;
 };
+
+size_t alignUp(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
   state.key = key;
   state.built = true;
   state.supported = false;
   const auto f32 = memory::data_type::f32;
-  const memory::desc src({key.m, weight.k}, f32, memory::format_tag::ab);
+  const memory::desc src_user({key.m, weight.k}, f32, memory::format_tag::ab);
+  const memory::desc src({key.m, weight.k}, weight.desc.data_type(), memory::format_tag::ab);
   const memory::desc dst({key.m, weight.n}, f32, memory::format_tag::ab);
   const memory::desc bias({1, weight.n}, f32, memory::format_tag::ab);
 
@@ -232,7 +248,14 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
     // without the ISA the layout was chosen for): ATen runs the node.
     return;
   }
+  state.round_src = src != src_user;
+  state.src_user = memory(src_user, oneDnnEngine(), DNNL_MEMORY_NONE);
   state.src = memory(src, oneDnnEngine(), DNNL_MEMORY_NONE);
+  if (state.round_src) {
+    state.src_rounding = dnnl::reorder(state.src_user, state.src);
+  }
+  state.scratchpad_offset = state.round_src ? alignUp(src.get_size()) : 0;
+  state.scratch_bytes = state.scratchpad_offset + state.scratchpad_bytes;
   state.dst = memory(dst, oneDnnEngine(), DNNL_MEMORY_NONE);
   if (!state.weights) {
     // Shared by all runtimes: oneDNN only reads a matmul's weights argument.
@@ -243,10 +266,28 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
   state.supported = true;
 }
 
-// `scratchpad`: state.scratchpad_bytes bytes, or nullptr to take them from the node's scratch.
+// The C call takes the arguments as an array: the C++ one wants an unordered_map per call.
+void executePrimitive(const dnnl::primitive& primitive, dnnl::stream& stream,
+                      const dnnl_exec_arg_t* args, int num_args) {
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), num_args, args),
+                          "oneDNN matmul failed");
+}
+
+// `scratch`: state.scratch_bytes bytes, or nullptr to take them from the node's scratch.
 void execute(OneDnnGemmState& state, ProcessedNode& p, const void* a, const void* bias, void* out,
-             void* scratchpad = nullptr) {
-  state.src.set_data_handle(const_cast<void*>(a));
+             void* scratch = nullptr) {
+  if (scratch == nullptr && state.scratch_bytes > 0) {
+    scratch = p.scratch(state.scratch_bytes);
+  }
+  if (state.round_src) {
+    state.src_user.set_data_handle(const_cast<void*>(a));
+    state.src.set_data_handle(scratch);
+    const dnnl_exec_arg_t rounding[2] = {{DNNL_ARG_FROM, state.src_user.get()},
+                                         {DNNL_ARG_TO, state.src.get()}};
+    executePrimitive(state.src_rounding, state.stream, rounding, 2);
+  } else {
+    state.src.set_data_handle(const_cast<void*>(a));
+  }
   state.dst.set_data_handle(out);
   dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, state.src.get()},
                              {DNNL_ARG_WEIGHTS, state.weights.get()},
@@ -257,14 +298,10 @@ void execute(OneDnnGemmState& state, ProcessedNode& p, const void* a, const void
     args[num_args++] = {DNNL_ARG_BIAS, state.bias.get()};
   }
   if (state.scratchpad_bytes > 0) {
-    state.scratchpad.set_data_handle(scratchpad != nullptr ? scratchpad
-                                                           : p.scratch(state.scratchpad_bytes));
+    state.scratchpad.set_data_handle(static_cast<char*>(scratch) + state.scratchpad_offset);
     args[num_args++] = {DNNL_ARG_SCRATCHPAD, state.scratchpad.get()};
   }
-  // The C call takes the arguments as an array: the C++ one wants an unordered_map per call.
-  dnnl::error::wrap_c_api(
-      dnnl_primitive_execute(state.primitive.get(), state.stream.get(), num_args, args),
-      "oneDNN matmul failed");
+  executePrimitive(state.primitive, state.stream, args, num_args);
   state.stream.wait();
 }
 
@@ -356,10 +393,24 @@ std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& wei
     return nullptr;
   }
   try {
-    return packWeight(weight);
+    return packWeight(weight, MultiplyPrecision::kFloat32);
   } catch (const dnnl::error&) {
     return nullptr;
   }
+}
+
+std::shared_ptr<const OneDnnPackedWeight> repackOneDnnWeight(const OneDnnPackedWeight& weight,
+                                                             MultiplyPrecision precision) {
+  try {
+    return packWeight(unpackOneDnnWeight(weight), precision);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+MultiplyPrecision multiplyPrecision(const OneDnnPackedWeight& weight) {
+  return weight.desc.data_type() == memory::data_type::bf16 ? MultiplyPrecision::kBFloat16
+                                                            : MultiplyPrecision::kFloat32;
 }
 
 std::pair<int64_t, int64_t> packedShape(const OneDnnPackedWeight& weight) {
@@ -409,7 +460,7 @@ std::optional<size_t> prepareState(OneDnnGemmState& state, const OneDnnPackedWei
   if (!state.supported) {
     return std::nullopt;
   }
-  return state.scratchpad_bytes;
+  return state.scratch_bytes;
 }
 
 } // namespace
@@ -433,8 +484,8 @@ void OneDnnGemmSlot::run(ProcessedNode& p, const float* a, const float* bias, fl
                          void* scratchpad) {
   auto& state = static_cast<OneDnnGemmState&>(*state_);
   TORCH_INTERNAL_ASSERT(state.built && state.supported, "OneDnnGemmSlot::run before prepare");
-  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratchpad_bytes == 0,
-                        "oneDNN GEMM without its scratchpad");
+  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratch_bytes == 0,
+                        "oneDNN GEMM without its scratch");
   execute(state, p, a, bias, out, scratchpad);
 }
 
@@ -442,8 +493,8 @@ void runOneDnnGemm(ProcessedNode& p, const float* a, const float* bias, float* o
                    void* scratchpad) {
   auto& state = p.state<OneDnnGemmState>();
   TORCH_INTERNAL_ASSERT(state.built && state.supported, "runOneDnnGemm before prepareOneDnnGemm");
-  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratchpad_bytes == 0,
-                        "oneDNN GEMM without its scratchpad");
+  TORCH_INTERNAL_ASSERT(scratchpad != nullptr || state.scratch_bytes == 0,
+                        "oneDNN GEMM without its scratch");
   execute(state, p, a, bias, out, scratchpad);
 }
 

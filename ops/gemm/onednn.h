@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "ops/core/kernel.h"
+#include "ops/core/multiply_precision.h"
 #include "ops/core/processed_node.h"
 #include "ops/gemm/epilogue.h"
 #include "ops/gemm/problem.h"
@@ -54,6 +55,13 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
 struct OneDnnPackedWeight;
 std::shared_ptr<const OneDnnPackedWeight> packOneDnnWeight(const at::Tensor& weight);
 
+// `weight` packed again to multiply in `precision` (its values rounded to bfloat16 for
+// kBFloat16); nullptr when oneDNN has no matmul for it. Every kernel that reads a packed weight
+// follows its precision, rounding its float32 activation to bfloat16 per call where needed.
+std::shared_ptr<const OneDnnPackedWeight> repackOneDnnWeight(const OneDnnPackedWeight& weight,
+                                                             MultiplyPrecision precision);
+MultiplyPrecision multiplyPrecision(const OneDnnPackedWeight& weight);
+
 // The packed operand's shape {K, N}.
 std::pair<int64_t, int64_t> packedShape(const OneDnnPackedWeight& weight);
 
@@ -71,11 +79,12 @@ KernelFunction makePackedLinearKernel(std::shared_ptr<const OneDnnPackedWeight> 
                                       KernelFunction reference);
 
 // out[m, N] = a[m, K] @ weight (+ bias, a row of N floats), rows contiguous, in two steps so the
-// kernel can place oneDNN's scratchpad inside its own scratch block (a node has one):
+// kernel can place oneDNN's scratch inside its own scratch block (a node has one):
 // prepareOneDnnGemm builds the node's primitive for m rows (kept in the node's state, so a kernel
 // runs at most one such GEMM; rebuilt when m or the thread count change) and returns the
-// scratchpad bytes it needs, or std::nullopt when oneDNN has no primitive for it (nothing to
-// run). runOneDnnGemm then runs it with that many 64-byte aligned scratchpad bytes. `threads`
+// scratch bytes it needs (oneDNN's scratchpad; for a bfloat16 weight also `a` rounded), or
+// std::nullopt when oneDNN has no primitive for it (nothing to run). runOneDnnGemm then runs it
+// with that many 64-byte aligned scratch bytes. `threads`
 // (for m x K x N multiply-adds) must live across both calls.
 std::optional<size_t> prepareOneDnnGemm(ProcessedNode& p, const OneDnnPackedWeight& weight,
                                         int64_t m, bool has_bias, const OneDnnThreads& threads);

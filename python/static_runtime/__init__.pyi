@@ -61,6 +61,7 @@ class StaticModule:
         use_copy_variants: bool = ...,
         use_maybe_copy_variants: bool = ...,
         gemm_backend: str = ...,
+        fp32_precision: str = ...,
         memory_planner: str = ...,
         disabled_passes: Iterable[str] = ...,
         unbound_constants: Iterable[str] = ...,

@@ -194,6 +194,12 @@ def test_unknown_gemm_backend(guarded):
         static_runtime.StaticModule(scripted, gemm_backend="mkl")
 
 
+def test_unknown_fp32_precision(guarded):
+    scripted, _ = guarded
+    with pytest.raises(TypeError, match="'fp32_precision' must be one of 'ieee', 'bf16', got 'tf32'"):
+        static_runtime.StaticModule(scripted, fp32_precision="tf32")
+
+
 def test_unknown_memory_planner(guarded):
     scripted, _ = guarded
     with pytest.raises(TypeError, match="'memory_planner' must be one of 'greedy_by_size', 'naive'"):

@@ -118,3 +118,35 @@ def test_real_model_matches_eager(name):
     # The README's table (real_models.py --table) says why each remaining fallback op remains.
     unexplained = set(fallback_ops) - set(real_models.FALLBACK_REASONS)
     assert not unexplained, f"{name}: no reason recorded for fallback ops {sorted(unexplained)}"
+
+
+def _cpu_multiplies_bfloat16() -> bool:
+    try:
+        flags = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+# bfloat16 keeps 8 mantissa bits: each product's operands are rounded by up to 2^-9 relative.
+BF16_TOLERANCE = 3e-2
+
+
+@pytest.mark.parametrize("name", list(ENTRIES))
+def test_real_model_in_bf16_matches_torchscript_within_its_rounding(name):
+    """fp32_precision="bf16": the same results to bfloat16's rounding, and still no fallbacks."""
+    entry = ENTRIES[name]
+    _, scripted = real_models.instantiate(entry)
+    module = static_runtime.StaticModule(scripted, fp32_precision="bf16")
+    for repeat in range(2):
+        for index, args in enumerate(entry.inputs):
+            with torch.no_grad():
+                torchscript = scripted(*args)
+            actual = module(*args)
+            tolerance = max(entry.tolerance, BF16_TOLERANCE)
+            assert_close(torchscript, actual, tolerance, f"{name} input set {index} call {repeat}")
+    if entry.zero_fallbacks:
+        assert not module.stats()["fallback_ops"]
+    repacked = next(p for p in module.stats()["passes"] if p["name"] == "bf16_weights")
+    # Every entry has a linear layer or a convolution with a constant weight.
+    assert repacked["changed"] == _cpu_multiplies_bfloat16()
