@@ -29,7 +29,7 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 # Table columns: bench runtime key -> header.
 COLUMNS = [("eager", "eager"), ("torchscript", "TorchScript"),
            ("optimize_for_inference", "optimize_for_inference"), ("pytorch_sr", "PyTorch SR"),
-           ("onnxruntime", "ORT"), ("ours", "ours")]
+           ("onnxruntime", "ORT"), ("ours", "ours"), ("ours_bf16", "ours bf16")]
 
 
 def _load_run_all():
@@ -98,7 +98,7 @@ def compare(model, inputs, args, name: str, versions: dict) -> dict:
     start = (time.monotonic(), _cpu_seconds())
     result = bench.compare(model, inputs, threads=args.threads, rounds=args.rounds,
                            warmup=args.warmup, burst_seconds=args.burst_seconds,
-                           onnxruntime=not args.no_onnxruntime, name=name)
+                           onnxruntime=not args.no_onnxruntime, name=name, bf16=args.bf16)
     result["versions"].update(versions)
     result["others_busy"] = round(_others_busy(start), 3)
     print(bench.format_table(result) + f"\n# other processes used "
@@ -121,6 +121,7 @@ def measure_passive(script: str, args, extra_argv=()) -> list:
                    "--rounds", str(args.rounds), "--warmup", str(args.warmup),
                    "--burst-seconds", str(args.burst_seconds), "--wait-idle", str(args.wait_idle)]
         command += ["--no-onnxruntime"] if args.no_onnxruntime else []
+        command += ["--bf16"] if args.bf16 else []
         subprocess.run(command, env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE"), check=True)
         with open(path) as saved:
             return json.load(saved)
@@ -383,8 +384,11 @@ def timing_tables(runs, skips_in_cells: bool = False) -> list:
     """One markdown table per (wait policy, threads), then the runtimes not measured and why.
     skips_in_cells: a runtime without a time shows why in its cell (e.g. "export failed: ...")."""
     lines = []
-    header = (["model, input"] + [title for _, title in COLUMNS]
-              + ["ours / ORT", "ours / optimize_for_inference", "others busy"])
+    bf16 = any(row["runtime"] == "ours_bf16" for run in runs for row in run["result"]["rows"])
+    columns = [(key, title) for key, title in COLUMNS if bf16 or key != "ours_bf16"]
+    header = (["model, input"] + [title for _, title in columns]
+              + ["ours / ORT", "ours / optimize_for_inference"]
+              + (["ours bf16 / ORT"] if bf16 else []) + ["others busy"])
     for policy, threads in sections(runs):
         policy_text = " as found (unset)" if policy == "(unset)" else f"={policy}"
         lines += [f"**{threads} thread{'s' if threads > 1 else ''}, OMP_WAIT_POLICY"
@@ -395,13 +399,15 @@ def timing_tables(runs, skips_in_cells: bool = False) -> list:
             if times is None:
                 continue
             cells = [run["description"]]
-            for key, _ in COLUMNS:
+            for key, _ in columns:
                 if key in times or not skips_in_cells:
                     cells.append(format_time(times.get(key)))
                 else:
                     cells.append(_skip_cell(run, key, threads))
             cells += [ratio(times.get("ours"), times.get("onnxruntime")),
                       ratio(times.get("ours"), times.get("optimize_for_inference"))]
+            if bf16:
+                cells.append(ratio(times.get("ours_bf16"), times.get("onnxruntime")))
             others = run["result"].get("others_busy")
             cells.append(f"{others:.0%}" if others is not None else "–")
             lines.append("| " + " | ".join(cells) + " |")
@@ -422,6 +428,8 @@ def plot(data, path: str, script: str, label) -> None:
     panels_for = sections(data["runs"])
     shown = [("ours", "ours", "tab:red"), ("onnxruntime", "ONNX Runtime", "tab:blue"),
              ("optimize_for_inference", "TorchScript optimize_for_inference", "tab:gray")]
+    if any(row["runtime"] == "ours_bf16" for run in data["runs"] for row in run["result"]["rows"]):
+        shown.insert(1, ("ours_bf16", "ours, fp32_precision=bf16", "tab:orange"))
     figure, panels = plt.subplots(len(panels_for), 1, squeeze=False,
                                   figsize=(max(8, 0.9 * len(data["runs"])),
                                            3.2 * len(panels_for)))
@@ -436,7 +444,7 @@ def plot(data, path: str, script: str, label) -> None:
                 bars[key].append(times[key] / times["onnxruntime"] if key in times else 0)
         width = 0.8 / len(shown)
         for index, (key, legend, color) in enumerate(shown):
-            xs = [x + (index - 1) * width for x in range(len(labels))]
+            xs = [x + (index - (len(shown) - 1) / 2) * width for x in range(len(labels))]
             drawn = panel.bar(xs, bars[key], width, label=legend, color=color)
             for bar, value in zip(drawn, bars[key]):
                 if key != "onnxruntime":  # ORT is 1 by construction
@@ -492,6 +500,9 @@ def add_run_arguments(parser, results_name: str, memory_help: str) -> None:
                         "under 10%% of the CPUs for this long (a shared machine)")
     parser.add_argument("--memory", action="store_true", help=memory_help)
     parser.add_argument("--no-onnxruntime", action="store_true")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also time ours with fp32_precision=\"bf16\" (column 'ours bf16'; "
+                        "bfloat16 products, results within 3e-2 of the reference's scale)")
     parser.add_argument("--json", default=os.path.join(RESULTS, results_name + ".json"))
     parser.add_argument("--plot", default=os.path.join(RESULTS, results_name + ".png"))
     parser.add_argument("--from-json", metavar="FILE", help="measure nothing: redraw from FILE")

@@ -45,7 +45,8 @@ import static_runtime
 from static_runtime import ort
 
 # Table order; ours last, as the baseline.
-RUNTIMES = ("eager", "torchscript", "optimize_for_inference", "pytorch_sr", "onnxruntime", "ours")
+RUNTIMES = ("eager", "torchscript", "optimize_for_inference", "pytorch_sr", "onnxruntime", "ours",
+            "ours_bf16")
 LABELS = {
     "eager": "eager PyTorch",
     "torchscript": "TorchScript (frozen)",
@@ -53,6 +54,7 @@ LABELS = {
     "pytorch_sr": "PyTorch Static Runtime",
     "onnxruntime": "ONNX Runtime (CPU)",
     "ours": "static_runtime (ours)",
+    "ours_bf16": "static_runtime fp32_precision=bf16 (ours)",
 }
 # Ours on the binding twin, timed next to ours; not a row of its own.
 OURS_BINDING = "ours_binding"
@@ -62,6 +64,9 @@ ENVIRONMENT_KEYS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREA
 # Outputs must agree with the reference before anything is timed: a benchmark of wrong answers
 # measures nothing. ONNX Runtime reorders reductions (fused LayerNorm, GELU), hence the margin.
 TOLERANCE = {"rtol": 1e-3, "atol": 1e-4}
+# Ours multiplying in bfloat16 (8 mantissa bits) differs more: its largest difference from the
+# reference, relative to the reference's largest magnitude (at least 1), must stay below this.
+BF16_TOLERANCE = 3e-2
 
 
 class Runner:
@@ -152,9 +157,27 @@ def _script(model: Any, inputs: Tuple[Any, ...]) -> torch.jit.ScriptModule:
         return torch.jit.trace(model, inputs, check_trace=False)
 
 
+def _tensors(value: Any) -> List[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [tensor for item in value for tensor in _tensors(item)]
+    if isinstance(value, dict):
+        return [tensor for item in value.values() for tensor in _tensors(item)]
+    return []
+
+
 def _check(name: str, actual: Any, expected: Any) -> Optional[str]:
     try:
-        torch.testing.assert_close(actual, expected, **TOLERANCE)
+        if name == "ours_bf16":
+            torch.testing.assert_close(actual, expected, rtol=float("inf"), atol=float("inf"))
+            for got, want in zip(_tensors(actual), _tensors(expected)):
+                if want.is_floating_point() and want.numel():
+                    scale = max(1.0, want.abs().max().item())
+                    error = (got - want).abs().max().item() / scale
+                    assert error <= BF16_TOLERANCE, f"difference {error:.3g} of the largest value"
+        else:
+            torch.testing.assert_close(actual, expected, **TOLERANCE)
     except (AssertionError, TypeError, ValueError) as error:
         return f"{LABELS[name]} disagrees with the reference: {str(error).splitlines()[0]}"
     return None
@@ -175,8 +198,10 @@ def _build(
     use_onnxruntime: bool,
     ort_session: Optional["ort.Exported"],
     skipped: Dict[str, str],
+    bf16: bool = False,
 ) -> Tuple[Dict[str, Runner], Any]:
-    """The runners that can run the model at `threads`, and the reference outputs."""
+    """The runners that can run the model at `threads`, and the reference outputs; with `bf16`
+    also ours with fp32_precision="bf16"."""
     runners: Dict[str, Runner] = {}
     frozen = torch.jit.freeze(scripted.eval()) if hasattr(scripted, "_c") else scripted
     with torch.no_grad():
@@ -215,10 +240,12 @@ def _build(
         module = torch._C._jit_to_static_module(torch.jit.freeze(scripted.eval())._c)
         return lambda: module(*inputs)
 
-    def ours() -> Callable[[], Any]:
-        module = static_runtime.StaticModule(scripted, **options)
-        pool = static_runtime.RuntimePool(module, 1, intra_op_threads=threads)
-        return lambda: pool(*inputs)
+    def ours(**precision: str) -> Callable[[], Callable[[], Any]]:
+        def make() -> Callable[[], Any]:
+            module = static_runtime.StaticModule(scripted, **{**options, **precision})
+            pool = static_runtime.RuntimePool(module, 1, intra_op_threads=threads)
+            return lambda: pool(*inputs)
+        return make
 
     def ours_binding() -> Optional[Runner]:
         """Ours on the binding twin: the Python binding, the pool lease, the runtime's fixed cost
@@ -247,7 +274,9 @@ def _build(
             runners["onnxruntime"] = runner
         except ort.Unavailable as error:
             skipped["onnxruntime"] = str(error)
-    add("ours", ours)
+    add("ours", ours())
+    if bf16:
+        add("ours_bf16", ours(fp32_precision="bf16"))
     if "ours" in runners:
         binding = ours_binding()
         if binding is not None:
@@ -283,11 +312,14 @@ def compare(
     onnxruntime: bool = True,
     options: Optional[Dict[str, Any]] = None,
     name: Optional[str] = None,
+    bf16: bool = False,
 ) -> Dict[str, Any]:
     """Times `model(*inputs)` on every runtime at each intra-op thread count.
 
     model: an eager nn.Module (then eager PyTorch is measured too and ONNX export traces it), a
     ScriptModule, or the path of a TorchScript archive. options: StaticModule keywords for ours.
+    bf16: also time ours with fp32_precision="bf16" (row "ours_bf16"), checked against the
+    reference to bfloat16's rounding (BF16_TOLERANCE).
     Returns a JSON-ready dict: "rows" (threads, runtime, label, median_us, vs_ours, samples_us),
     "skipped" (threads, runtime, reason) and what was measured on ("machine", "environment",
     "gemm_backend", versions, date). Restores torch's thread count afterwards.
@@ -323,7 +355,7 @@ def compare(
             openblas_threads(count)
             skipped_here = dict(skipped_everywhere)
             runners, _ = _build(model, scripted, inputs, count, options, onnxruntime,
-                                ort_session, skipped_here)
+                                ort_session, skipped_here, bf16)
             try:
                 samples = _measure(runners, rounds, warmup, burst_seconds)
             finally:

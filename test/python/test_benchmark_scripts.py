@@ -87,3 +87,16 @@ def test_sequence_models_outputs_are_worth_checking(name):
         output = model(*inputs)
     assert isinstance(output, torch.Tensor)
     assert output.abs().max() > 1e-2
+
+
+def test_tables_add_the_bf16_column_only_when_it_was_measured():
+    plain = _run("lstm", "an LSTM")
+    with_bf16 = copy.deepcopy(plain)
+    with_bf16["result"]["rows"].append({"threads": 1, "runtime": "ours_bf16", "median_us": 100.0})
+    assert "ours bf16" not in sequence_models.markdown({"runs": [plain], "memory": []})
+    text = sequence_models.markdown({"runs": [with_bf16], "memory": []})
+    header = next(line for line in text.splitlines() if line.startswith("| model"))
+    assert "| ours | ours bf16 |" in header and "| ours bf16 / ORT |" in header
+    lstm = next(line for line in text.splitlines() if line.startswith("| an LSTM |"))
+    # ours 200 µs, ours bf16 100 µs, ORT 400 µs: ours / ORT 0.50, bf16 / ORT 0.25.
+    assert "| 200 µs | 100 µs | 0.50 |" in lstm and "| 0.25 |" in lstm
