@@ -502,7 +502,7 @@ def add_run_arguments(parser, results_name: str, memory_help: str) -> None:
     parser.add_argument("--no-onnxruntime", action="store_true")
     parser.add_argument("--bf16", action="store_true",
                         help="also time ours with fp32_precision=\"bf16\" (column 'ours bf16'; "
-                        "bfloat16 products, results within 3e-2 of the reference's scale)")
+                        "bfloat16 products, results within bench.BF16_TOLERANCE of the reference's scale)")
     parser.add_argument("--json", default=os.path.join(RESULTS, results_name + ".json"))
     parser.add_argument("--plot", default=os.path.join(RESULTS, results_name + ".png"))
     parser.add_argument("--from-json", metavar="FILE", help="measure nothing: redraw from FILE")
