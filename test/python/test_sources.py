@@ -184,12 +184,14 @@ def test_properties(net):
         "use_copy_variants": True,
         "use_maybe_copy_variants": True,
         "gemm_backend": module.options["gemm_backend"],
+        "fp32_precision": "ieee",
         "memory_planner": "greedy_by_size",
         "disabled_passes": [],
         "unbound_constants": [],
     }
     assert module.options["gemm_backend"] in GEMM_BACKENDS
-    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "memory_planner", "disabled_passes", "unbound_constants"}
+    assert set(module.options) == set(OPTION_NAMES) | {"gemm_backend", "fp32_precision", "memory_planner",
+                                                       "disabled_passes", "unbound_constants"}
     assert "static_runtime.StaticModule" in repr(module)
 
 
