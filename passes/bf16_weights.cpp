@@ -54,35 +54,32 @@ public:
   }
 
 private:
-  c10::IValue linear(const c10::intrusive_ptr<ops::PackedLinearWeight>& weight) {
-    if (ops::multiplyPrecision(*weight->packed) == kBFloat16) {
+  // The bfloat16 holder of `weight` (a PackedLinearWeight or PackedConvWeight), made once per
+  // packed weight; None to keep it: already bfloat16, not worth it, or no bfloat16 kernel.
+  template <typename Holder, typename Packed, typename Repack>
+  static c10::IValue repacked(const c10::intrusive_ptr<Holder>& weight,
+                              std::unordered_map<const Packed*, c10::intrusive_ptr<Holder>>& done,
+                              bool worth_it, Repack repack) {
+    if (ops::multiplyPrecision(*weight->packed) == kBFloat16 || !worth_it) {
       return {};
     }
-    auto& done = linear_[weight->packed.get()];
-    if (!done) {
-      auto packed = ops::repackOneDnnWeight(*weight->packed, kBFloat16);
+    auto& holder = done[weight->packed.get()];
+    if (!holder) {
+      auto packed = repack(*weight->packed, kBFloat16);
       if (!packed) {
         return {};
       }
-      done = c10::make_intrusive<ops::PackedLinearWeight>(std::move(packed));
+      holder = c10::make_intrusive<Holder>(std::move(packed));
     }
-    return c10::IValue(done);
+    return c10::IValue(holder);
+  }
+
+  c10::IValue linear(const c10::intrusive_ptr<ops::PackedLinearWeight>& weight) {
+    return repacked(weight, linear_, true, ops::repackOneDnnWeight);
   }
 
   c10::IValue conv(const c10::intrusive_ptr<ops::PackedConvWeight>& weight) {
-    if (ops::multiplyPrecision(*weight->packed) == kBFloat16 ||
-        !ops::bfloat16Pays(*weight->packed)) {
-      return {};
-    }
-    auto& done = conv_[weight->packed.get()];
-    if (!done) {
-      auto packed = ops::repackConvWeight(*weight->packed, kBFloat16);
-      if (!packed) {
-        return {};
-      }
-      done = c10::make_intrusive<ops::PackedConvWeight>(std::move(packed));
-    }
-    return c10::IValue(done);
+    return repacked(weight, conv_, ops::bfloat16Pays(*weight->packed), ops::repackConvWeight);
   }
 
   torch::jit::Graph& graph_;

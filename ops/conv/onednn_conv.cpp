@@ -630,6 +630,25 @@ private:
 
 } // namespace
 
+namespace {
+
+// `w` (arguments, sizes and precision set) with `plain`, its weight in PyTorch's layout, stored in
+// the layout the direct algorithm prefers; nullptr when oneDNN has no such convolution.
+std::shared_ptr<const OneDnnConvWeight> storeDirect(std::shared_ptr<OneDnnConvWeight> w,
+                                                    const at::Tensor& plain) {
+  try {
+    w->desc = preferredWeightDesc(*w, dnnl::primitive_attr(), ConvAlgorithm::kDirect);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  w->storage = at::empty({static_cast<int64_t>(w->desc.get_size())}, at::kByte);
+  reorder(memory(plainWeightDesc(*w), oneDnnEngine(), plain.data_ptr()),
+          memory(w->desc, oneDnnEngine(), w->storage.data_ptr()));
+  return w;
+}
+
+} // namespace
+
 bool oneDnnConvPrefersChannelsLast(int spatial_dims) {
   // What a typical 3x3(x3) convolution of the middle of a CNN picks for its activations.
   const auto prefers = [](int dims) {
@@ -680,17 +699,8 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
                          bias.size(0) != packed->out_channels || !bias.is_cpu())) {
     return nullptr;
   }
-  const at::Tensor plain = weight.contiguous();
   packed->bias = bias.defined() ? bias.contiguous() : at::Tensor();
-  try {
-    packed->desc = preferredWeightDesc(*packed, dnnl::primitive_attr(), ConvAlgorithm::kDirect);
-  } catch (const dnnl::error&) {
-    return nullptr;
-  }
-  packed->storage = at::empty({static_cast<int64_t>(packed->desc.get_size())}, at::kByte);
-  reorder(memory(plainWeightDesc(*packed), oneDnnEngine(), plain.data_ptr()),
-          memory(packed->desc, oneDnnEngine(), packed->storage.data_ptr()));
-  return packed;
+  return storeDirect(std::move(packed), weight.contiguous());
 }
 
 // Where Winograd measured faster, in resnet18 on this AVX-512 machine at 1 thread, its tile
@@ -742,16 +752,7 @@ std::shared_ptr<const OneDnnConvWeight> repackConvWeight(const OneDnnConvWeight&
   repacked->algorithm = ConvAlgorithm::kDirect;
   repacked->multiply =
       precision == MultiplyPrecision::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
-  const at::Tensor plain = plainWeight(packed);
-  try {
-    repacked->desc = preferredWeightDesc(*repacked, dnnl::primitive_attr(), ConvAlgorithm::kDirect);
-  } catch (const dnnl::error&) {
-    return nullptr;
-  }
-  repacked->storage = at::empty({static_cast<int64_t>(repacked->desc.get_size())}, at::kByte);
-  reorder(memory(plainWeightDesc(*repacked), oneDnnEngine(), plain.data_ptr()),
-          memory(repacked->desc, oneDnnEngine(), repacked->storage.data_ptr()));
-  return repacked;
+  return storeDirect(std::move(repacked), plainWeight(packed));
 }
 
 MultiplyPrecision multiplyPrecision(const OneDnnConvWeight& packed) {
