@@ -14,8 +14,8 @@ Usage (from the repository root, after the build; for ONNX Runtime, once:
 Models: resnet18, mobilenet_v2, mobilenet_v3_small, efficientnet_b0 on Bx3x224x224, and the
 issue's small CNN (3 x conv3x3 + ReLU, 3->16->32->64 channels, strides 1, 2, 2; average pool;
 Linear 64->10) on Bx3x64x64, for each B in --batches (default 1,8). Random weights, BatchNorm
-statistics calibrated (see calibrate()). Every model and batch goes through
-static_runtime.bench.compare at each of --threads (default 1,2): outputs checked against
+statistics calibrated (static_runtime.bench.calibrate_batch_norm). Every model and batch goes
+through static_runtime.bench.compare at each of --threads (default 1,2): outputs checked against
 TorchScript's, then medians over interleaved rounds, ONNX Runtime net of its node binding's
 per-call cost. Each thread count is given alike to torch, OpenBLAS's pool, ours
 (intra_op_threads) and ONNX Runtime (intraOpNumThreads).
@@ -65,22 +65,6 @@ class SmallCNN(nn.Module):
         return self.head(torch.flatten(self.pool(self.features(x)), 1))
 
 
-def calibrate(model: nn.Module, size: int) -> nn.Module:
-    """Sets every BatchNorm's running statistics to those of one random batch. With torchvision's
-    fresh ones (mean 0, variance 1) activations shrink layer by layer: mobilenet_v2's logits come
-    out near 1e-9, and the output check each runtime must pass (atol 1e-4) would accept anything."""
-    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    saved = [m.momentum for m in norms]
-    for norm in norms:
-        norm.momentum = 1.0  # running statistics := this batch's
-    model.train()
-    with torch.no_grad():
-        model(torch.randn(8, 3, size, size))
-    for norm, momentum in zip(norms, saved):
-        norm.momentum = momentum
-    return model.eval()
-
-
 def _size(name: str) -> int:
     return 64 if name == "small_cnn" else 224
 
@@ -90,7 +74,7 @@ def make(name: str, batch: int):
     torch.manual_seed(0)
     size = _size(name)
     model = SmallCNN() if name == "small_cnn" else getattr(torchvision.models, name)()
-    model = calibrate(model, size)
+    model = common.bench.calibrate_batch_norm(model, torch.randn(8, 3, size, size))
     return f"{name}, {batch}×3×{size}×{size}", model, (torch.randn(batch, 3, size, size),)
 
 

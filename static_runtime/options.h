@@ -24,8 +24,8 @@ enum class GemmBackend {
 // (PyTorch's name: torch.backends.mkldnn's fp32_precision).
 enum class Fp32Precision {
   kIeee, // float32, as the model is written
-  kBf16, // bfloat16 products summed in float32 (8 mantissa bits: results differ by ~1e-2
-         // relative), several times faster where the CPU has AMX or AVX512-BF16
+  kBf16, // bfloat16 products summed in float32 (8 mantissa bits: results differ as under
+         // PyTorch's bfloat16 autocast), several times faster where the CPU has AMX or AVX512-BF16
 };
 
 // "greedy_by_size", "naive"; "onednn", "openblas", "aten"; "ieee", "bf16": the names Python and

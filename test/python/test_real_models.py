@@ -8,10 +8,11 @@ classifiers must run without a single JIT fallback.
 
 import pathlib
 import sys
-from typing import Any
+from typing import Any, List, Optional, Tuple
 
 import pytest
 import torch
+from torch import nn
 
 import static_runtime
 from conftest import assert_unchanged, clone_tree
@@ -36,7 +37,9 @@ def assert_close(expected: Any, actual: Any, tolerance: float, where: str) -> No
     """Same structure; tensors of the same dtype and shape, within `tolerance` of the reference's scale.
 
     Deep float32 networks with random weights accumulate rounding differently in different (equally
-    valid) kernels: the bound is relative to the largest magnitude of the reference, at least 1.
+    valid) kernels: the bound is relative to the largest magnitude of the reference (1 when it is
+    all zeros), never a fixed floor, under which a network whose outputs vanish would pass with any
+    result.
     """
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{where}: expected a Tensor, got {type(actual).__name__}"
@@ -47,7 +50,8 @@ def assert_close(expected: Any, actual: Any, tolerance: float, where: str) -> No
             return
         assert torch.equal(actual.isnan(), expected.isnan()), f"{where}: NaN in different places"
         finite = ~expected.isnan()
-        scale = max(1.0, expected[finite].abs().max().item()) if finite.any() else 1.0
+        scale = expected[finite].abs().max().item() if finite.any() else 0.0
+        scale = scale if scale > 0 else 1.0
         difference = (actual[finite].double() - expected[finite].double()).abs().max().item() if finite.any() else 0.0
         assert difference <= tolerance * scale, f"{where}: max difference {difference} (scale {scale})"
         return
@@ -128,23 +132,69 @@ def _cpu_multiplies_bfloat16() -> bool:
     return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
-# bfloat16 keeps 8 mantissa bits: each product's operands are rounded by up to 2^-9 relative.
+# bfloat16 keeps 8 mantissa bits: each product's operands are rounded by up to 2^-9 relative, and
+# deep networks accumulate it.
 BF16_TOLERANCE = 3e-2
+
+
+def _float_tensors(value: Any) -> List[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() else []
+    if isinstance(value, (tuple, list)):
+        return [tensor for item in value for tensor in _float_tensors(item)]
+    if isinstance(value, dict):
+        return [tensor for item in value.values() for tensor in _float_tensors(item)]
+    return []
+
+
+def _largest_relative_difference(expected: Any, actual: Any) -> float:
+    """Over the float tensors of two results, the largest difference relative to each expected
+    tensor's largest magnitude (as assert_close measures it)."""
+    worst = 0.0
+    for want, got in zip(_float_tensors(expected), _float_tensors(actual)):
+        finite = ~want.isnan()
+        if not finite.any():
+            continue
+        scale = want[finite].abs().max().item() or 1.0
+        worst = max(worst, (got.double()[finite] - want.double()[finite]).abs().max().item() / scale)
+    return worst
+
+
+def _autocast_bf16_difference(model: nn.Module, args: Tuple[Any, ...], expected: Any) -> Optional[float]:
+    """How far PyTorch's own bfloat16 (CPU autocast: convolutions, linear layers and matmuls in
+    bfloat16) lands from `expected`; None where autocast cannot run the model."""
+    try:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            autocast = model(*args)
+    except Exception:  # noqa: BLE001 - any op autocast does not take: no second opinion
+        return None
+    if len(_float_tensors(autocast)) != len(_float_tensors(expected)):
+        return None
+    return _largest_relative_difference(expected, autocast)
 
 
 @pytest.mark.parametrize("name", list(ENTRIES))
 def test_real_model_in_bf16_matches_torchscript_within_its_rounding(name):
-    """fp32_precision="bf16": the same results to bfloat16's rounding, and still no fallbacks."""
+    """fp32_precision="bf16": TorchScript's float32 results to within bfloat16's rounding, and
+    still no fallbacks. How much rounding a network amplifies depends on it: random weights with
+    BatchNorm statistics from one random batch amplify a lot (resnet50: 31% of the output's scale
+    under PyTorch's own bfloat16 autocast), so the bound is BF16_TOLERANCE or twice what autocast
+    makes of the same inputs, whichever is larger."""
     entry = ENTRIES[name]
-    _, scripted = real_models.instantiate(entry)
+    model, scripted = real_models.instantiate(entry)
     module = static_runtime.StaticModule(scripted, fp32_precision="bf16")
+    bounds = []
+    for args in entry.inputs:
+        with torch.no_grad():
+            autocast = _autocast_bf16_difference(model, args, scripted(*args))
+        bound = max(entry.tolerance, BF16_TOLERANCE)
+        bounds.append(max(bound, 2 * autocast) if autocast is not None else bound)
     for repeat in range(2):
         for index, args in enumerate(entry.inputs):
             with torch.no_grad():
                 torchscript = scripted(*args)
             actual = module(*args)
-            tolerance = max(entry.tolerance, BF16_TOLERANCE)
-            assert_close(torchscript, actual, tolerance, f"{name} input set {index} call {repeat}")
+            assert_close(torchscript, actual, bounds[index], f"{name} input set {index} call {repeat}")
     if entry.zero_fallbacks:
         assert not module.stats()["fallback_ops"]
     repacked = next(p for p in module.stats()["passes"] if p["name"] == "bf16_weights")
