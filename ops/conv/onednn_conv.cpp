@@ -452,7 +452,18 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
       return; // no implementation for these arguments: the fallback runs the node
     }
   }
-  state.primitive = dnnl::primitive(pd);
+  // An implementation can accept the descriptors and still fail to generate its kernel (oneDNN
+  // 2.6's AMX bfloat16 convolution for a grouped, dilated 1-D layer): the next one may not.
+  for (;;) {
+    try {
+      state.primitive = dnnl::primitive(pd);
+      break;
+    } catch (const dnnl::error&) {
+      if (!pd.next_impl()) {
+        return; // the fallback runs the node
+      }
+    }
+  }
   const dnnl::engine& engine = oneDnnEngine();
   state.reorder_src = pd.src_desc(0) != src_user;
   state.reorder_dst = pd.dst_desc(0) != dst_user;
@@ -460,14 +471,18 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   state.dst_user = memory(dst_user, engine, DNNL_MEMORY_NONE);
   state.src = memory(pd.src_desc(0), engine, DNNL_MEMORY_NONE);
   state.dst = memory(pd.dst_desc(0), engine, DNNL_MEMORY_NONE);
-  if (state.reorder_src) {
-    state.src_reorder = dnnl::reorder(state.src_user, state.src);
-  }
-  if (state.reorder_dst) {
-    state.dst_reorder = dnnl::reorder(state.dst, state.dst_user);
-    if (epilogue.has_residual) {
-      state.residual_reorder = dnnl::reorder(state.dst_user, state.dst);
+  try {
+    if (state.reorder_src) {
+      state.src_reorder = dnnl::reorder(state.src_user, state.src);
     }
+    if (state.reorder_dst) {
+      state.dst_reorder = dnnl::reorder(state.dst, state.dst_user);
+      if (epilogue.has_residual) {
+        state.residual_reorder = dnnl::reorder(state.dst_user, state.dst);
+      }
+    }
+  } catch (const dnnl::error&) {
+    return; // no reorder between these layouts: the fallback runs the node
   }
   // The shared packed weight, unless this shape's primitive wants another layout.
   void* weight_data = w.storage.data_ptr();

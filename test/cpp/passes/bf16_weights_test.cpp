@@ -138,6 +138,22 @@ TEST(Bf16Weights, ResultsAreBfloat16s) {
   }
 }
 
+// A grouped, dilated 1-D convolution (lowered to 2-D): oneDNN 2.6 picks an AMX bfloat16
+// implementation whose kernel then fails to generate; the next implementation runs it.
+TEST(Bf16Weights, ConvolutionsWhoseFirstImplementationFailsStillRun) {
+  torch::jit::Module module("GroupedDilated");
+  module.register_parameter("first", scaled({32, 8, 5}, 8 * 5), false);
+  module.register_parameter("grouped", scaled({32, 8, 3}, 8 * 3), false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv1d(x, self.first, None, 1, 2))
+    return torch.gelu(torch.conv1d(y, self.grouped, None, 1, 2, 2, 4))
+)JIT");
+  module.eval();
+  expectMatchesJit(module, {{{torch::randn({1, 8, 50})}, {}}, {{torch::randn({3, 8, 37})}, {}}},
+                   bf16Options(), 5e-2);
+}
+
 TEST(Bf16Weights, RepackedValuesAreTheWeightsRounded) {
   const at::Tensor weight = torch::randn({96, 80});
   const auto packed = ops::packOneDnnWeight(weight);
