@@ -210,10 +210,6 @@ struct OneDnnConvState final : NodeState {
   dnnl::stream stream;
 };
 
-size_t alignUp(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
-}
-
 void reorder(const memory& from, const memory& to) {
   dnnl::stream stream(oneDnnEngine());
   dnnl::reorder(from, to).execute(stream, const_cast<memory&>(from), const_cast<memory&>(to));
@@ -503,16 +499,16 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   size_t offset = 0;
   if (state.reorder_src) {
     state.src_offset = offset;
-    offset += alignUp(pd.src_desc(0).get_size());
+    offset += alignScratchOffset(pd.src_desc(0).get_size());
   }
   if (state.reorder_dst) {
     state.dst_offset = offset;
-    offset += alignUp(pd.dst_desc(0).get_size());
+    offset += alignScratchOffset(pd.dst_desc(0).get_size());
   }
   state.scratchpad_offset = offset;
   if (state.scratchpad_bytes > 0) {
     state.scratchpad = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
-    offset += alignUp(state.scratchpad_bytes);
+    offset += alignScratchOffset(state.scratchpad_bytes);
   }
   state.scratch_bytes = offset;
   state.stream = dnnl::stream(engine);

@@ -194,10 +194,6 @@ struct OneDnnGemmState final : NodeState {
   dnnl::stream stream;
 };
 
-size_t alignUp(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
-}
-
 void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
   state.key = key;
   state.built = true;
@@ -254,7 +250,7 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
   if (state.round_src) {
     state.src_rounding = dnnl::reorder(state.src_user, state.src);
   }
-  state.scratchpad_offset = state.round_src ? alignUp(src.get_size()) : 0;
+  state.scratchpad_offset = state.round_src ? alignScratchOffset(src.get_size()) : 0;
   state.scratch_bytes = state.scratchpad_offset + state.scratchpad_bytes;
   state.dst = memory(dst, oneDnnEngine(), DNNL_MEMORY_NONE);
   if (!state.weights) {
