@@ -25,7 +25,9 @@ ops::GemmBackend kernelBackend(GemmBackend backend) {
 } // namespace
 
 ops::KernelOptions kernelOptions(const StaticModuleOptions& options) {
-  return {options.enable_out_variant, kernelBackend(options.gemm_backend)};
+  return {options.enable_out_variant, kernelBackend(options.gemm_backend),
+          options.fp32_precision == Fp32Precision::kBf16 ? ops::MultiplyPrecision::kBFloat16
+                                                         : ops::MultiplyPrecision::kFloat32};
 }
 
 memory::PlannerAlgorithm plannerAlgorithm(MemoryPlannerAlgorithm algorithm) {

@@ -20,8 +20,8 @@ enum class GemmBackend {
   kAten,     // ATen's own kernels
 };
 
-// What the products of linear layers and convolutions with constant weights may multiply in
-// (PyTorch's name: torch.backends.mkldnn's fp32_precision).
+// What the products of linear, convolution and recurrent layers with constant weights may
+// multiply in (PyTorch's name: torch.backends.mkldnn's fp32_precision).
 enum class Fp32Precision {
   kIeee, // float32, as the model is written
   kBf16, // bfloat16 products summed in float32 (8 mantissa bits: results differ as under
@@ -62,9 +62,10 @@ struct StaticModuleOptions {
   //     (M=1024 256->768 4015 / 4362 / 4392); at M=1 all within 0.5 µs of each other, and
   //     OpenBLAS ahead for N=10, which oneDNN pads to its 64-wide blocks (M=64: 6.9 / 5.3 / 7.2).
   GemmBackend gemm_backend = GemmBackend::kOneDnn;
-  // "bf16" lets the oneDNN kernels of linear layers and convolutions with constant weights
-  // multiply in bfloat16 (pass bf16_weights); a CPU without native bfloat16 keeps float32. Off by
-  // default: it changes results beyond float32 rounding. Not in PyTorch's options.
+  // "bf16" lets the kernels of linear layers and convolutions (pass bf16_weights) and of recurrent
+  // layers and cells (their weights packed so at build) with constant weights multiply in
+  // bfloat16; a CPU without native bfloat16 keeps float32. Off by default: it changes results
+  // beyond float32 rounding. Not in PyTorch's options.
   Fp32Precision fp32_precision = Fp32Precision::kIeee;
   // Tensor attributes ("fc1.weight") left out of freezing, constant folding and pre-packing,
   // supplied after build with StaticModule::setConstant (weights that arrive late or change).

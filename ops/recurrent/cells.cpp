@@ -95,7 +95,7 @@ std::optional<at::Tensor> constantTensor(const torch::jit::Value* value) {
 
 KernelFactory cellFactory(RecurrentMode mode, const char* schema) {
   return [mode, schema](const torch::jit::Node* node,
-                        const KernelOptions&) -> std::optional<KernelFunction> {
+                        const KernelOptions& options) -> std::optional<KernelFunction> {
     if (!node->matches(schema)) {
       return std::nullopt;
     }
@@ -106,7 +106,8 @@ KernelFactory cellFactory(RecurrentMode mode, const char* schema) {
     if (!w_ih || !w_hh || !b_ih || !b_hh) {
       return std::nullopt;
     }
-    auto weights = recurrent::packCellWeights(mode, *w_ih, *w_hh, *b_ih, *b_hh);
+    auto weights =
+        recurrent::packCellWeights(mode, *w_ih, *w_hh, *b_ih, *b_hh, options.weight_precision);
     auto fallback = makeFallbackKernel(node);
     if (!weights || !fallback) {
       return std::nullopt;

@@ -24,6 +24,17 @@ void rowTimesBlocks(const float* x, const float* w_blocked, int64_t k, int64_t n
 void rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_blocked, int64_t k,
                      int64_t n, float* y, int64_t ldy);
 
+// The same on a bfloat16 weight [k, n] packed by packPairBlocks
+// (ops/recurrent/recurrent_weights.cpp): per block of kColumnBlock columns, per pair of rows (2i,
+// 2i + 1), each column's two values side by side (a trailing odd row paired with zero). x is
+// rounded to bfloat16 and the products summed in float32 (vdpbf16ps): half the weight bytes to
+// stream per step. Only where ops::cpuMultipliesBFloat16() holds (AVX512-BF16).
+void rowsTimesPairBlocks(const float* x, int64_t ldx, int64_t rows, const uint16_t* w_pairs,
+                         int64_t k, int64_t n, float* y, int64_t ldy);
+
+// Pairs of x rounded per pass over the weight's blocks (on the stack, per row).
+constexpr int64_t kPairChunk = 1024;
+
 // LSTM (PyTorch's gate order i, f, g, o), for one row of `hidden` units: pre-activations are
 // x_proj + h_proj + bias (4 * hidden each); c is updated in place, h written.
 void lstmGates(const float* x_proj, const float* h_proj, const float* bias, float* c, float* h,

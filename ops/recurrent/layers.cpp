@@ -192,7 +192,7 @@ private:
 // `packed`: the schema is a `data` overload, whose arguments from hx on sit one further.
 KernelFactory layerFactory(RecurrentMode mode, const char* schema, bool packed) {
   return [mode, schema, packed](const torch::jit::Node* node,
-                                const KernelOptions&) -> std::optional<KernelFunction> {
+                                const KernelOptions& options) -> std::optional<KernelFunction> {
     if (!node->matches(schema)) {
       return std::nullopt;
     }
@@ -213,8 +213,9 @@ KernelFactory layerFactory(RecurrentMode mode, const char* schema, bool packed) 
     if (*train && *dropout > 0 && *num_layers > 1) {
       return std::nullopt; // dropout between layers draws random numbers: ATen's op
     }
-    auto weights = recurrent::packLayerWeights(mode, params->toTensorVector(), *has_biases,
-                                               *num_layers, *bidirectional);
+    auto weights =
+        recurrent::packLayerWeights(mode, params->toTensorVector(), *has_biases, *num_layers,
+                                    *bidirectional, options.weight_precision);
     if (!weights) {
       return std::nullopt;
     }

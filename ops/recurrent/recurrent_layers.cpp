@@ -80,8 +80,7 @@ void gemmTransposedWeight(int64_t m, int64_t n, int64_t k, const float* a, int64
 void projectInputs(const LayerWeights& lw, const float* x, int64_t rows, int64_t width,
                    float* projections) {
   if (rows == 1 && lw.w_ih_blocked.defined()) {
-    rowTimesBlocks(x, lw.w_ih_blocked.data_ptr<float>(), lw.input_size,
-                   lw.w_ih_blocked.size(0) * kColumnBlock, projections);
+    timesBlocked(x, lw.input_size, 1, lw.w_ih_blocked, lw.input_size, projections, 0);
     return;
   }
   gemmTransposedWeight(rows, width, lw.input_size, x, lw.input_size, lw.w_ih.data_ptr<float>(),
@@ -120,11 +119,6 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
   const int64_t state = layer * directions + d;
   const float* bias = dw.bias.data_ptr<float>();
   const float* bias_hn = dw.bias_hn.defined() ? dw.bias_hn.data_ptr<float>() : nullptr;
-  const float* w_hh_blocked = dw.w_hh_blocked.data_ptr<float>();
-  const float* w_hr_blocked =
-      dw.w_hr_blocked.defined() ? dw.w_hr_blocked.data_ptr<float>() : nullptr;
-  const int64_t padded_state =
-      dw.w_hr_blocked.defined() ? dw.w_hr_blocked.size(0) * kColumnBlock : 0;
   float* projected_row = unprojected + batch * hidden;
   float* c = nullptr;
   if (w.mode == RecurrentMode::kLstm) {
@@ -148,11 +142,9 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
       }
     }
     const int64_t row_stride = call.batch_sizes != nullptr ? 1 : batch_stride;
-    if (active == 1) {
-      rowTimesBlocks(h_state, w_hh_blocked, state_size, padded_width, hidden_proj);
-    } else if (active <= kMaxRowsPerRowProducts) {
-      rowsTimesBlocks(h_state, state_size, active, w_hh_blocked, state_size, padded_width,
-                      hidden_proj, padded_width);
+    if (active <= kMaxRowsPerRowProducts) {
+      timesBlocked(h_state, state_size, active, dw.w_hh_blocked, state_size, hidden_proj,
+                   padded_width);
     } else {
       gemmTransposedWeight(active, gate_width, state_size, h_state, state_size,
                            dw.w_hh.data_ptr<float>(), hidden_proj, padded_width);
@@ -164,11 +156,11 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
       float* h = layer_out + row * out_width + d * state_size;
       switch (w.mode) {
       case RecurrentMode::kLstm:
-        if (w_hr_blocked != nullptr) {
+        if (dw.w_hr_blocked.defined()) {
           // h = w_hr @ (o * tanh(c)): the gates' h, then its projection.
           float* gates_h = unprojected + b * hidden;
           lstmGates(x_proj, h_proj, bias, c + b * hidden, gates_h, hidden);
-          rowTimesBlocks(gates_h, w_hr_blocked, hidden, padded_state, projected_row);
+          timesBlocked(gates_h, hidden, 1, dw.w_hr_blocked, hidden, projected_row, 0);
           std::copy_n(projected_row, state_size, h);
         } else {
           lstmGates(x_proj, h_proj, bias, c + b * hidden, h, hidden);

@@ -39,21 +39,52 @@ bool isFloatVector(const at::Tensor& t, int64_t size) {
 }
 
 // w [n, k] (out x in) as w^T [k, n] in blocks of kColumnBlock columns, each block's k rows
-// contiguous, the last block padded with zero columns.
-at::Tensor packColumnBlocks(const at::Tensor& w) {
+// contiguous, the last block padded with zero columns. In bfloat16 (rowsTimesPairBlocks' layout)
+// a block's rows go in pairs, each column's two values side by side, k padded to even with zeros.
+at::Tensor packColumnBlocks(const at::Tensor& w, MultiplyPrecision precision) {
   const int64_t n = w.size(0);
   const int64_t k = w.size(1);
   const int64_t padded = (n + kColumnBlock - 1) / kColumnBlock * kColumnBlock;
+  const int64_t blocks = padded / kColumnBlock;
+  if (precision == MultiplyPrecision::kBFloat16) {
+    const int64_t pairs = (k + 1) / 2;
+    at::Tensor transposed = at::zeros({padded, 2 * pairs}, w.options());
+    transposed.narrow(0, 0, n).narrow(1, 0, k).copy_(w);
+    // [blocks, kColumnBlock, pairs, 2] -> [blocks, pairs, kColumnBlock, 2]
+    return transposed.view({blocks, kColumnBlock, pairs, 2})
+        .permute({0, 2, 1, 3})
+        .contiguous()
+        .to(at::kBFloat16);
+  }
   at::Tensor transposed = at::zeros({padded, k}, w.options());
   transposed.narrow(0, 0, n).copy_(w);
   // [blocks, kColumnBlock, k] -> [blocks, k, kColumnBlock]
-  return transposed.view({padded / kColumnBlock, kColumnBlock, k}).transpose(1, 2).contiguous();
+  return transposed.view({blocks, kColumnBlock, k}).transpose(1, 2).contiguous();
+}
+
+// What the CPU can honour of a requested precision.
+MultiplyPrecision available(MultiplyPrecision precision) {
+  return precision == MultiplyPrecision::kBFloat16 && cpuMultipliesBFloat16()
+             ? MultiplyPrecision::kBFloat16
+             : MultiplyPrecision::kFloat32;
+}
+
+// The input weight w_ih^T for oneDNN's matmul, in `precision` where oneDNN has it.
+std::shared_ptr<const OneDnnPackedWeight> packInputWeight(const at::Tensor& w_ih,
+                                                          MultiplyPrecision precision) {
+  auto packed = packOneDnnWeight(w_ih.t());
+  if (packed && precision == MultiplyPrecision::kBFloat16) {
+    if (auto bf16 = repackOneDnnWeight(*packed, precision)) {
+      return bf16;
+    }
+  }
+  return packed;
 }
 
 // One direction's hidden weight and biases; b_ih, b_hh undefined without biases.
 std::optional<DirectionWeights> packDirection(RecurrentMode mode, int64_t hidden, int64_t state,
                                               const at::Tensor& w_hh, const at::Tensor& b_ih,
-                                              const at::Tensor& b_hh) {
+                                              const at::Tensor& b_hh, MultiplyPrecision precision) {
   const int64_t width = gateCount(mode) * hidden;
   if (!isFloatMatrix(w_hh, width, state) || (b_ih.defined() && !isFloatVector(b_ih, width)) ||
       (b_hh.defined() && !isFloatVector(b_hh, width))) {
@@ -61,7 +92,7 @@ std::optional<DirectionWeights> packDirection(RecurrentMode mode, int64_t hidden
   }
   DirectionWeights d;
   d.w_hh = w_hh.contiguous();
-  d.w_hh_blocked = packColumnBlocks(w_hh);
+  d.w_hh_blocked = packColumnBlocks(w_hh, precision);
   d.bias = at::zeros({width}, w_hh.options());
   if (b_ih.defined()) {
     d.bias.add_(b_ih);
@@ -81,10 +112,10 @@ std::optional<DirectionWeights> packDirection(RecurrentMode mode, int64_t hidden
 
 } // namespace
 
-std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
-                                                         const std::vector<at::Tensor>& params,
-                                                         bool has_biases, int64_t num_layers,
-                                                         bool bidirectional) {
+std::shared_ptr<const RecurrentWeights>
+packLayerWeights(RecurrentMode mode, const std::vector<at::Tensor>& params, bool has_biases,
+                 int64_t num_layers, bool bidirectional, MultiplyPrecision requested) {
+  const MultiplyPrecision precision = available(requested);
   const int64_t directions = bidirectional ? 2 : 1;
   const int64_t groups = num_layers * directions;
   if (num_layers <= 0) {
@@ -124,7 +155,7 @@ std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
       w_ih.push_back(w);
       auto direction = packDirection(mode, packed->hidden, state, params[base + 1],
                                      has_biases ? params[base + 2] : at::Tensor(),
-                                     has_biases ? params[base + 3] : at::Tensor());
+                                     has_biases ? params[base + 3] : at::Tensor(), precision);
       if (!direction) {
         return nullptr;
       }
@@ -133,21 +164,21 @@ std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
         if (!isFloatMatrix(w_hr, state, packed->hidden)) {
           return nullptr;
         }
-        direction->w_hr_blocked = packColumnBlocks(w_hr);
+        direction->w_hr_blocked = packColumnBlocks(w_hr, precision);
       }
       lw.directions.push_back(std::move(*direction));
     }
     lw.w_ih = at::cat(w_ih, 0).contiguous();
-    lw.w_ih_packed = packOneDnnWeight(lw.w_ih.t());
+    lw.w_ih_packed = packInputWeight(lw.w_ih, precision);
     packed->layers.push_back(std::move(lw));
   }
   return packed;
 }
 
-std::shared_ptr<const RecurrentWeights> packCellWeights(RecurrentMode mode, const at::Tensor& w_ih,
-                                                        const at::Tensor& w_hh,
-                                                        const at::Tensor& b_ih,
-                                                        const at::Tensor& b_hh) {
+std::shared_ptr<const RecurrentWeights>
+packCellWeights(RecurrentMode mode, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                const at::Tensor& b_ih, const at::Tensor& b_hh, MultiplyPrecision requested) {
+  const MultiplyPrecision precision = available(requested);
   if (!w_hh.defined() || w_hh.dim() != 2 || w_hh.size(1) <= 0) {
     return nullptr;
   }
@@ -158,17 +189,30 @@ std::shared_ptr<const RecurrentWeights> packCellWeights(RecurrentMode mode, cons
   if (!isFloatMatrix(w_ih, packed->gateWidth(), -1) || w_ih.size(1) <= 0) {
     return nullptr;
   }
-  auto direction = packDirection(mode, packed->hidden, packed->hidden, w_hh, b_ih, b_hh);
+  auto direction = packDirection(mode, packed->hidden, packed->hidden, w_hh, b_ih, b_hh, precision);
   if (!direction) {
     return nullptr;
   }
   LayerWeights lw;
   lw.input_size = w_ih.size(1);
   lw.w_ih = w_ih.contiguous();
-  lw.w_ih_blocked = packColumnBlocks(w_ih);
+  lw.w_ih_blocked = packColumnBlocks(w_ih, precision);
   lw.directions.push_back(std::move(*direction));
   packed->layers.push_back(std::move(lw));
   return packed;
+}
+
+void timesBlocked(const float* x, int64_t ldx, int64_t rows, const at::Tensor& w_blocked, int64_t k,
+                  float* y, int64_t ldy) {
+  const int64_t n = w_blocked.size(0) * kColumnBlock;
+  if (w_blocked.scalar_type() == at::kBFloat16) {
+    rowsTimesPairBlocks(x, ldx, rows, reinterpret_cast<const uint16_t*>(w_blocked.data_ptr()), k, n,
+                        y, ldy);
+  } else if (rows == 1) {
+    rowTimesBlocks(x, w_blocked.data_ptr<float>(), k, n, y);
+  } else {
+    rowsTimesBlocks(x, ldx, rows, w_blocked.data_ptr<float>(), k, n, y, ldy);
+  }
 }
 
 } // namespace srt::ops::recurrent

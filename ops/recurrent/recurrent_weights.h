@@ -2,13 +2,18 @@
 // cell's w_ih, w_hh, b_ih, b_hh) packed once, when the module is built, into the forms the
 // recurrent kernels read: both directions' input weights stacked for one GEMM per layer, the
 // hidden weights in column blocks for the single-row product of a batch-1 step, and the biases
-// combined as the gate loops add them. Shared read-only by every runtime.
+// combined as the gate loops add them. Shared read-only by every runtime. With
+// MultiplyPrecision::kBFloat16 (fp32_precision = "bf16") the products' weights are packed as
+// bfloat16 instead: the blocked ones for vdpbf16ps, the input weights for oneDNN's bfloat16
+// matmul; the hidden state and the gates stay float32.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+
+#include "ops/core/multiply_precision.h"
 
 namespace srt::ops {
 struct OneDnnPackedWeight;
@@ -22,10 +27,12 @@ enum class RecurrentMode { kLstm, kGru, kRnnTanh, kRnnRelu };
 int64_t gateCount(RecurrentMode mode);
 
 struct DirectionWeights {
-  at::Tensor w_hh;         // [gates * hidden, hidden] as given, contiguous (GEMM with B > 1)
-  at::Tensor w_hh_blocked; // w_hh^T in column blocks, padded to paddedGateWidth() columns
-  at::Tensor bias;         // [gates * hidden]: b_ih + b_hh (GRU: b_ih + [b_hr, b_hz, 0])
-  at::Tensor bias_hn;      // [hidden], GRU's b_hn (zeros without biases); undefined otherwise
+  at::Tensor w_hh; // [gates * hidden, hidden] as given, contiguous (GEMM with B > 1)
+  // w_hh^T in column blocks, padded to paddedGateWidth() columns: float32, or bfloat16 pairs
+  // (timesBlocked reads either).
+  at::Tensor w_hh_blocked;
+  at::Tensor bias;    // [gates * hidden]: b_ih + b_hh (GRU: b_ih + [b_hr, b_hz, 0])
+  at::Tensor bias_hn; // [hidden], GRU's b_hn (zeros without biases); undefined otherwise
   // LSTM with proj_size: w_hr^T in column blocks (h = w_hr @ (o * tanh(c))), padded to whole
   // blocks; undefined otherwise.
   at::Tensor w_hr_blocked;
@@ -62,16 +69,21 @@ struct RecurrentWeights {
 // The weights of aten::lstm / gru / rnn_tanh / rnn_relu, whose `params` list holds per layer and
 // direction w_ih, w_hh, (with biases) b_ih, b_hh and (an LSTM with proj_size) w_hr. nullptr
 // when they are not float32 CPU tensors of consistent shapes: the node runs ATen's op.
-std::shared_ptr<const RecurrentWeights> packLayerWeights(RecurrentMode mode,
-                                                         const std::vector<at::Tensor>& params,
-                                                         bool has_biases, int64_t num_layers,
-                                                         bool bidirectional);
+// `precision` kBFloat16 is taken only where the CPU multiplies bfloat16 natively.
+std::shared_ptr<const RecurrentWeights>
+packLayerWeights(RecurrentMode mode, const std::vector<at::Tensor>& params, bool has_biases,
+                 int64_t num_layers, bool bidirectional, MultiplyPrecision precision);
 
 // A cell's weights (b_ih, b_hh undefined when None): one layer, one direction, with the input
 // weight blocked too. nullptr as above.
-std::shared_ptr<const RecurrentWeights> packCellWeights(RecurrentMode mode, const at::Tensor& w_ih,
-                                                        const at::Tensor& w_hh,
-                                                        const at::Tensor& b_ih,
-                                                        const at::Tensor& b_hh);
+std::shared_ptr<const RecurrentWeights>
+packCellWeights(RecurrentMode mode, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                const at::Tensor& b_ih, const at::Tensor& b_hh, MultiplyPrecision precision);
+
+// `rows` rows of y (leading dimension ldy) = rows of x[k] (leading dimension ldx) @ w for a
+// weight packed in column blocks above (w_hh_blocked, w_hr_blocked, w_ih_blocked), in whichever
+// precision it was packed; y gets all its padded columns.
+void timesBlocked(const float* x, int64_t ldx, int64_t rows, const at::Tensor& w_blocked, int64_t k,
+                  float* y, int64_t ldy);
 
 } // namespace srt::ops::recurrent

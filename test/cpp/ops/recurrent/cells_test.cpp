@@ -82,6 +82,35 @@ INSTANTIATE_TEST_SUITE_P(EveryCell, RecurrentCells,
                                                               "rnn_relu"),
                                             ::testing::Bool()));
 
+// fp32_precision = bf16: a cell's input and hidden weights multiply in bfloat16. An input of 2101
+// values: the bfloat16 product rounds x a chunk of pairs at a time (kPairChunk), the last pair
+// padded; batch 1, 2, 4 and 7 (every row grouping of the product).
+TEST(RecurrentCellsBf16, WithinRoundingOfFloat32) {
+  StaticModuleOptions bf16;
+  bf16.fp32_precision = Fp32Precision::kBf16;
+  constexpr int64_t kWideInput = 2101;
+  for (const std::string op : {"lstm", "gru"}) {
+    SCOPED_TRACE(op);
+    torch::jit::Module module("WideCell");
+    const int64_t rows = gates(op) * kHidden;
+    module.register_parameter("w_ih", torch::randn({rows, kWideInput}) * 0.02, false);
+    module.register_parameter("w_hh", torch::randn({rows, kHidden}) * 0.2, false);
+    module.register_parameter("b_ih", torch::randn({rows}) * 0.1, false);
+    module.register_parameter("b_hh", torch::randn({rows}) * 0.1, false);
+    module.define("def forward(self, x, h, c):\n    return " + cellCall(op, true) + "\n");
+    module.eval();
+    std::vector<InputSet> inputs;
+    for (const int64_t batch : {1, 2, 4, 7}) {
+      inputs.push_back({{torch::randn({batch, kWideInput}), torch::randn({batch, kHidden}),
+                         torch::randn({batch, kHidden})},
+                        {}});
+    }
+    expectMatchesJit(module, inputs, bf16, 3e-2);
+    EXPECT_EQ(kernelKinds(StaticModule(module, bf16)).at("aten::" + op + "_cell"),
+              std::set<KernelKind>{KernelKind::kOutVariant});
+  }
+}
+
 TEST(RecurrentCellsDecline, WeightsAsArguments) {
   const std::string source = R"JIT(
 def forward(self, x, h, w_ih, w_hh):

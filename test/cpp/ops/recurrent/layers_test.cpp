@@ -11,6 +11,7 @@
 #include "harness/differential.h"
 #include "harness/kernel_kinds.h"
 #include "memory/allocation_counter.h"
+#include "ops/core/multiply_precision.h"
 
 namespace srt::testing {
 namespace {
@@ -275,6 +276,35 @@ def forward(self, data, batch_sizes, total_length: int):
   const at::Tensor padded = module({data, batch_sizes, 0}).toTensor();
   EXPECT_TRUE(torch::equal(
       padded, std::get<0>(at::_pad_packed_sequence(data, batch_sizes, false, 0.0, 0))));
+}
+
+// fp32_precision = bf16: the weights packed as bfloat16 (the hidden products on vdpbf16ps, the
+// input projections on oneDNN's bfloat16 matmul). Every mode, two layers both ways, an LSTM with
+// an odd proj_size (a hidden weight of odd rows, paired with zero); batch 1 and 3 (row products)
+// and 70 (float32's GEMM per step): within bfloat16's rounding of the JIT, and on a CPU that
+// multiplies bfloat16, not float32's results exactly (the bfloat16 kernels ran).
+TEST(RecurrentLayersBf16, WithinRoundingOfFloat32) {
+  StaticModuleOptions bf16;
+  bf16.fp32_precision = Fp32Precision::kBf16;
+  for (const std::string op : {"lstm", "gru", "rnn_tanh", "rnn_relu"}) {
+    for (const int64_t proj : op == "lstm" ? std::vector<int64_t>{0, 7} : std::vector<int64_t>{0}) {
+      Config c{op, 2, true, true, true, true};
+      c.proj = proj;
+      SCOPED_TRACE(describe(c));
+      const torch::jit::Module module = recurrentModule(c);
+      expectMatchesJit(module, {sequence(c, 1, 5), sequence(c, 3, 4), sequence(c, 70, 2)}, bf16,
+                       3e-2);
+      EXPECT_EQ(kernelKinds(StaticModule(module, bf16)).at("aten::" + op),
+                std::set<KernelKind>{KernelKind::kOutVariant});
+      if (ops::cpuMultipliesBFloat16()) {
+        const std::vector<c10::IValue> args = sequence(c, 1, 5).args;
+        const at::Tensor ieee = StaticModule(module)(args).toTupleRef().elements()[0].toTensor();
+        const at::Tensor rounded =
+            StaticModule(module, bf16)(args).toTupleRef().elements()[0].toTensor();
+        EXPECT_GT((ieee - rounded).abs().max().item<double>(), 1e-6);
+      }
+    }
+  }
 }
 
 // At fixed shapes, with the outputs managed too, runs after the first two allocate no tensor
