@@ -32,7 +32,7 @@ inline void applyFormula(float* out, int64_t n, const F& f, const Inputs*... in)
   }
 }
 
-// sigmoid, also applied inline by the recurrent gate loops (ops/recurrent/cpu/).
+// sigmoid as ATen writes it.
 inline Vec sigmoidFormula(Vec v) {
   return ((Vec(0.f) - v).exp() + Vec(1.f)).reciprocal();
 }
