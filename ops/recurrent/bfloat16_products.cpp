@@ -51,32 +51,38 @@ SRT_AVX512_BF16 inline void dotPair(__m512 (&acc)[R][kPairVectors], const uint16
 }
 
 // R rows of y (leading dimension ldy) = R rows of x @ w over the pairs [first, first + pairs) of
-// every column block, added to y unless `first` is 0. S interleaved sets of accumulators keep
-// 4 * R * S dot products in flight (vdpbf16ps's latency is several cycles; one row alone would
-// wait on it).
+// every column block, added to y if `accumulate`; blocks and pairs back to front if `backwards`.
+// S interleaved sets of accumulators keep 4 * R * S dot products in flight (vdpbf16ps's latency
+// is several cycles; one row alone would wait on it).
 template <int R, int S>
 SRT_AVX512_BF16 void pairBlocks(const uint32_t (*rounded)[kPairChunk], const uint16_t* w,
                                 int64_t k_pairs, int64_t first, int64_t pairs, int64_t n, float* y,
-                                int64_t ldy) {
-  for (int64_t j = 0; j < n; j += kColumnBlock) {
+                                int64_t ldy, bool accumulate, bool backwards) {
+  const auto in_order = [backwards](int64_t i, int64_t count) {
+    return backwards ? count - 1 - i : i;
+  };
+  for (int64_t jj = 0; jj < n; jj += kColumnBlock) {
+    const int64_t j = in_order(jj / kColumnBlock, n / kColumnBlock) * kColumnBlock;
     const uint16_t* block = w + (j * k_pairs + first * kColumnBlock) * 2;
     __m512 acc[S][R][kPairVectors];
     for (int s = 0; s < S; ++s) {
       for (int r = 0; r < R; ++r) {
         for (int v = 0; v < kPairVectors; ++v) {
-          acc[s][r][v] =
-              s == 0 && first > 0 ? _mm512_loadu_ps(y + r * ldy + j + v * 16) : _mm512_setzero_ps();
+          acc[s][r][v] = s == 0 && accumulate ? _mm512_loadu_ps(y + r * ldy + j + v * 16)
+                                              : _mm512_setzero_ps();
         }
       }
     }
     int64_t p = 0;
     for (; p + S <= pairs; p += S) {
       for (int s = 0; s < S; ++s) {
-        dotPair<R>(acc[s], block + (p + s) * 2 * kColumnBlock, rounded, p + s);
+        const int64_t q = in_order(p + s, pairs);
+        dotPair<R>(acc[s], block + q * 2 * kColumnBlock, rounded, q);
       }
     }
     for (; p < pairs; ++p) {
-      dotPair<R>(acc[0], block + p * 2 * kColumnBlock, rounded, p);
+      const int64_t q = in_order(p, pairs);
+      dotPair<R>(acc[0], block + q * 2 * kColumnBlock, rounded, q);
     }
     for (int r = 0; r < R; ++r) {
       for (int v = 0; v < kPairVectors; ++v) {
@@ -90,34 +96,41 @@ SRT_AVX512_BF16 void pairBlocks(const uint32_t (*rounded)[kPairChunk], const uin
   }
 }
 
-// R rows, the weight's pairs a chunk at a time (the rounded rows live on the stack).
+// R rows, the weight's pairs a chunk at a time (the rounded rows live on the stack), one pass
+// over the weight.
 template <int R, int S>
 SRT_AVX512_BF16 void rowsTimesPairBlocksOf(const float* x, int64_t ldx, const uint16_t* w,
-                                           int64_t k, int64_t n, float* y, int64_t ldy) {
+                                           int64_t k, int64_t n, float* y, int64_t ldy,
+                                           bool backwards) {
   alignas(64) uint32_t rounded[R][kPairChunk];
   const int64_t k_pairs = (k + 1) / 2;
-  for (int64_t first = 0; first < k_pairs; first += kPairChunk) {
+  const int64_t chunks = (k_pairs + kPairChunk - 1) / kPairChunk;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t first = (backwards ? chunks - 1 - c : c) * kPairChunk;
     const int64_t pairs = std::min<int64_t>(kPairChunk, k_pairs - first);
     roundPairs<R>(x, ldx, 2 * first, k, pairs, rounded);
-    pairBlocks<R, S>(rounded, w, k_pairs, first, pairs, n, y, ldy);
+    pairBlocks<R, S>(rounded, w, k_pairs, first, pairs, n, y, ldy, c > 0, backwards);
   }
 }
 
 } // namespace
 
-void rowsTimesPairBlocks(const float* x, int64_t ldx, int64_t rows, const uint16_t* w, int64_t k,
-                         int64_t n, float* y, int64_t ldy) {
+bool rowsTimesPairBlocks(const float* x, int64_t ldx, int64_t rows, const uint16_t* w, int64_t k,
+                         int64_t n, float* y, int64_t ldy, bool backwards) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    rowsTimesPairBlocksOf<4, 1>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+  for (; r + 4 <= rows; r += 4, backwards = !backwards) {
+    rowsTimesPairBlocksOf<4, 1>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, backwards);
   }
   if (r + 2 <= rows) {
-    rowsTimesPairBlocksOf<2, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+    rowsTimesPairBlocksOf<2, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, backwards);
     r += 2;
+    backwards = !backwards;
   }
   if (r < rows) {
-    rowsTimesPairBlocksOf<1, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+    rowsTimesPairBlocksOf<1, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, backwards);
+    backwards = !backwards;
   }
+  return backwards;
 }
 
 #undef SRT_AVX512_BF16

@@ -9,9 +9,8 @@ namespace srt::ops::recurrent {
 
 #define SRT_DECLARE_GATE_LOOPS(capability)                                                         \
   namespace capability {                                                                           \
-  void rowTimesBlocksLoop(const float* x, const float* w, int64_t k, int64_t n, float* y);         \
-  void rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,   \
-                           int64_t n, float* y, int64_t ldy);                                      \
+  bool rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,   \
+                           int64_t n, float* y, int64_t ldy, bool backwards);                      \
   void lstmGatesLoop(const float* x_proj, const float* h_proj, const float* bias, float* c,        \
                      float* h, int64_t hidden);                                                    \
   void gruGatesLoop(const float* x_proj, const float* h_proj, const float* bias,                   \
@@ -27,7 +26,6 @@ SRT_DECLARE_GATE_LOOPS(AVX512)
 namespace {
 
 struct Loops {
-  decltype(&DEFAULT::rowTimesBlocksLoop) row_times_blocks;
   decltype(&DEFAULT::rowsTimesBlocksLoop) rows_times_blocks;
   decltype(&DEFAULT::lstmGatesLoop) lstm;
   decltype(&DEFAULT::gruGatesLoop) gru;
@@ -36,8 +34,8 @@ struct Loops {
 
 #define SRT_CAPABILITY_LOOPS(capability)                                                           \
   Loops {                                                                                          \
-    capability::rowTimesBlocksLoop, capability::rowsTimesBlocksLoop, capability::lstmGatesLoop,    \
-        capability::gruGatesLoop, capability::rnnGatesLoop                                         \
+    capability::rowsTimesBlocksLoop, capability::lstmGatesLoop, capability::gruGatesLoop,          \
+        capability::rnnGatesLoop                                                                   \
   }
 
 // The widest vectors the CPU has (vec::widestCapability()): a recurrent layer's results owe ATen
@@ -61,13 +59,9 @@ const Loops& loops() {
 
 } // namespace
 
-void rowTimesBlocks(const float* x, const float* w_blocked, int64_t k, int64_t n, float* y) {
-  loops().row_times_blocks(x, w_blocked, k, n, y);
-}
-
-void rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_blocked, int64_t k,
-                     int64_t n, float* y, int64_t ldy) {
-  loops().rows_times_blocks(x, ldx, rows, w_blocked, k, n, y, ldy);
+bool rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_blocked, int64_t k,
+                     int64_t n, float* y, int64_t ldy, bool backwards) {
+  return loops().rows_times_blocks(x, ldx, rows, w_blocked, k, n, y, ldy, backwards);
 }
 
 void lstmGates(const float* x_proj, const float* h_proj, const float* bias, float* c, float* h,

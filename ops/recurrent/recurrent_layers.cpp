@@ -127,6 +127,7 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
   }
   std::copy_n(call.h0 != nullptr ? call.h0 + state * batch * state_size : zeros, batch * state_size,
               h_state);
+  bool backwards = false; // how the next pass over w_hh goes (timesBlocked)
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = d == 0 ? i : steps - 1 - i;
     int64_t active = batch;
@@ -143,8 +144,8 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
     }
     const int64_t row_stride = call.batch_sizes != nullptr ? 1 : batch_stride;
     if (active <= kMaxRowsPerRowProducts) {
-      timesBlocked(h_state, state_size, active, dw.w_hh_blocked, state_size, hidden_proj,
-                   padded_width);
+      backwards = timesBlocked(h_state, state_size, active, dw.w_hh_blocked, state_size,
+                               hidden_proj, padded_width, backwards);
     } else {
       gemmTransposedWeight(active, gate_width, state_size, h_state, state_size,
                            dw.w_hh.data_ptr<float>(), hidden_proj, padded_width);

@@ -202,17 +202,15 @@ packCellWeights(RecurrentMode mode, const at::Tensor& w_ih, const at::Tensor& w_
   return packed;
 }
 
-void timesBlocked(const float* x, int64_t ldx, int64_t rows, const at::Tensor& w_blocked, int64_t k,
-                  float* y, int64_t ldy) {
+bool timesBlocked(const float* x, int64_t ldx, int64_t rows, const at::Tensor& w_blocked, int64_t k,
+                  float* y, int64_t ldy, bool backwards) {
   const int64_t n = w_blocked.size(0) * kColumnBlock;
   if (w_blocked.scalar_type() == at::kBFloat16) {
-    rowsTimesPairBlocks(x, ldx, rows, reinterpret_cast<const uint16_t*>(w_blocked.data_ptr()), k, n,
-                        y, ldy);
-  } else if (rows == 1) {
-    rowTimesBlocks(x, w_blocked.data_ptr<float>(), k, n, y);
-  } else {
-    rowsTimesBlocks(x, ldx, rows, w_blocked.data_ptr<float>(), k, n, y, ldy);
+    return rowsTimesPairBlocks(x, ldx, rows,
+                               reinterpret_cast<const uint16_t*>(w_blocked.data_ptr()), k, n, y,
+                               ldy, backwards);
   }
+  return rowsTimesBlocks(x, ldx, rows, w_blocked.data_ptr<float>(), k, n, y, ldy, backwards);
 }
 
 } // namespace srt::ops::recurrent

@@ -82,8 +82,10 @@ packCellWeights(RecurrentMode mode, const at::Tensor& w_ih, const at::Tensor& w_
 
 // `rows` rows of y (leading dimension ldy) = rows of x[k] (leading dimension ldx) @ w for a
 // weight packed in column blocks above (w_hh_blocked, w_hr_blocked, w_ih_blocked), in whichever
-// precision it was packed; y gets all its padded columns.
-void timesBlocked(const float* x, int64_t ldx, int64_t rows, const at::Tensor& w_blocked, int64_t k,
-                  float* y, int64_t ldy);
+// precision it was packed; y gets all its padded columns. The weight's passes alternate
+// direction from `backwards` on; returns the direction the next product over it should take
+// (ops/recurrent/gate_loops.h).
+bool timesBlocked(const float* x, int64_t ldx, int64_t rows, const at::Tensor& w_blocked, int64_t k,
+                  float* y, int64_t ldy, bool backwards = false);
 
 } // namespace srt::ops::recurrent

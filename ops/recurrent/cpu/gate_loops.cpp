@@ -29,16 +29,30 @@ inline Vec fastTanh(Vec v) {
   return two * fastSigmoid(two * v) - Vec(1.f);
 }
 
-void rowTimesBlocksLoop(const float* x, const float* w, int64_t k, int64_t n, float* y) {
+namespace {
+
+// The weight's column blocks [0, n) and a block's rows [0, k) in the pass's order: front to back,
+// or back to front.
+struct PassOrder {
+  bool backwards;
+  int64_t block(int64_t j, int64_t n) const { return backwards ? n - kColumnBlock - j : j; }
+  int64_t row(int64_t i, int64_t k) const { return backwards ? k - 1 - i : i; }
+};
+
+// One row of x times the packed weight, one accumulator per vector of a column block.
+void rowTimesBlocks(const float* x, const float* w, int64_t k, int64_t n, float* y,
+                    PassOrder order) {
   constexpr int64_t kWidth = Vec::size();
   constexpr int kVectors = static_cast<int>(kColumnBlock / kWidth);
-  for (int64_t j = 0; j < n; j += kColumnBlock) {
+  for (int64_t jj = 0; jj < n; jj += kColumnBlock) {
+    const int64_t j = order.block(jj, n);
     const float* block = w + j * k;
     Vec acc[kVectors];
     for (int v = 0; v < kVectors; ++v) {
       acc[v] = Vec(0.f);
     }
-    for (int64_t i = 0; i < k; ++i) {
+    for (int64_t ii = 0; ii < k; ++ii) {
+      const int64_t i = order.row(ii, k);
       const Vec xi(x[i]);
       const float* row = block + i * kColumnBlock;
       for (int v = 0; v < kVectors; ++v) {
@@ -51,16 +65,15 @@ void rowTimesBlocksLoop(const float* x, const float* w, int64_t k, int64_t n, fl
   }
 }
 
-namespace {
-
 // R rows of x (leading dimension ldx) times the packed weight, V vectors of columns at a time:
 // R * V accumulators (8 or more, so consecutive rows of the weight do not wait on each other's
 // FMA), each weight vector loaded once for all R rows.
 template <int R, int V>
 void rowsTimesBlocks(const float* x, int64_t ldx, const float* w, int64_t k, int64_t n, float* y,
-                     int64_t ldy) {
+                     int64_t ldy, PassOrder order) {
   constexpr int64_t kWidth = Vec::size();
-  for (int64_t j = 0; j < n; j += kColumnBlock) {
+  for (int64_t jj = 0; jj < n; jj += kColumnBlock) {
+    const int64_t j = order.block(jj, n);
     const float* block = w + j * k;
     for (int64_t c = 0; c < kColumnBlock; c += V * kWidth) {
       Vec acc[R][V];
@@ -69,7 +82,8 @@ void rowsTimesBlocks(const float* x, int64_t ldx, const float* w, int64_t k, int
           acc[r][v] = Vec(0.f);
         }
       }
-      for (int64_t i = 0; i < k; ++i) {
+      for (int64_t ii = 0; ii < k; ++ii) {
+        const int64_t i = order.row(ii, k);
         const float* row = block + i * kColumnBlock + c;
         Vec weights[V];
         for (int v = 0; v < V; ++v) {
@@ -93,22 +107,26 @@ void rowsTimesBlocks(const float* x, int64_t ldx, const float* w, int64_t k, int
 
 } // namespace
 
-void rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,
-                         int64_t n, float* y, int64_t ldy) {
+bool rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float* w, int64_t k,
+                         int64_t n, float* y, int64_t ldy, bool backwards) {
   // 4 rows x 2 vectors, then a pair as 2 x 4 vectors (8 sums in flight at any width), then a
-  // single row as one column block.
+  // single row as one column block; each pass over the weight the other way round.
   constexpr int kBlockVectors = static_cast<int>(kColumnBlock / Vec::size());
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    rowsTimesBlocks<4, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+  for (; r + 4 <= rows; r += 4, backwards = !backwards) {
+    rowsTimesBlocks<4, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, {backwards});
   }
   if (r + 2 <= rows) {
-    rowsTimesBlocks<2, std::min(kBlockVectors, 4)>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy);
+    rowsTimesBlocks<2, std::min(kBlockVectors, 4)>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy,
+                                                   {backwards});
     r += 2;
+    backwards = !backwards;
   }
   if (r < rows) {
-    rowTimesBlocksLoop(x + r * ldx, w, k, n, y + r * ldy);
+    rowTimesBlocks(x + r * ldx, w, k, n, y + r * ldy, {backwards});
+    backwards = !backwards;
   }
+  return backwards;
 }
 
 namespace {
