@@ -147,6 +147,8 @@ void runDirection(const RecurrentWeights& w, const RecurrentCall& call, int64_t 
       backwards = timesBlocked(h_state, state_size, active, dw.w_hh_blocked, state_size,
                                hidden_proj, padded_width, backwards);
     } else {
+      // Float32 in either precision: at this batch the product is compute-bound, where
+      // AVX512-BF16's dot products are no faster than float32 FMAs.
       gemmTransposedWeight(active, gate_width, state_size, h_state, state_size,
                            dw.w_hh.data_ptr<float>(), hidden_proj, padded_width);
     }
