@@ -318,9 +318,10 @@ options: keyword flags of StaticModuleOptions (enable_out_variant, optimize_memo
     manage_output_tensors, use_copy_variants, use_maybe_copy_variants; optimize_memory and
     manage_output_tensors require enable_out_variant); gemm_backend, one of "onednn",
     "openblas", "aten": the library that runs linear / matmul / mm / addmm / bmm;
-    fp32_precision, "ieee" (the default) or "bf16": "bf16" lets linear layers and convolutions
-    with constant weights multiply in bfloat16, summing in float32 (faster on CPUs with AMX or
-    AVX512-BF16; results differ from float32 as under PyTorch's bfloat16 autocast); and
+    fp32_precision, "ieee" (the default) or "bf16": "bf16" lets linear layers, convolutions
+    and recurrent layers with constant weights multiply in bfloat16, summing in float32 (faster
+    on CPUs with AMX or AVX512-BF16; results differ from float32 as under PyTorch's bfloat16
+    autocast); and
     memory_planner, "greedy_by_size" or "naive": how managed tensors are placed in the arena.
 
 Raises TypeError for a plain nn.Module, an unknown option or a non-bool option value, and
