@@ -1,5 +1,5 @@
-// The vectorized inner loops of the recurrent kernels: the hidden projection of one row against a
-// weight packed in column blocks, and the gate formulas of LSTM, GRU and the plain RNN for one row.
+// The vectorized inner loops of the recurrent kernels: the products of a step's rows with a weight
+// packed in column blocks, and the gate formulas of LSTM, GRU and the plain RNN for one row.
 // Built per CPU capability (ops/recurrent/cpu/gate_loops.cpp), run on the widest the CPU has
 // (vec::widestCapability()); sigmoid is built on softmax's polynomial exp (exp of -|x|, within
 // 2 ulp), tanh as 2 * sigmoid(2x) - 1 (within 1.8e-7 of it, ten times cheaper than Sleef's).
@@ -16,8 +16,8 @@ constexpr int64_t kColumnBlock = 64;
 // `rows` rows of y (leading dimension ldy) = rows of x[k] (leading dimension ldx) @ w, for a
 // weight [k, n] packed by packColumnBlocks (ops/recurrent/recurrent_weights.cpp; n a multiple of
 // kColumnBlock). At batch 1 a recurrent step is bound by streaming the weight from L2, so the
-// layout is chosen for that: one pass over it, front to back, per four rows (each weight vector
-// loaded once for all four, which at batch > 1 makes the product compute-bound instead).
+// layout is chosen for that: one pass over it per four rows (each weight vector loaded once for
+// all four, which at batch > 1 makes the product compute-bound instead).
 // Each pass goes the other way round from the one before, starting back to front if `backwards`;
 // returns how the next product over the same weight should start. A recurrent step that goes
 // on from there finds the part of the weight its last pass ended on still in L1 (the 2-layer
