@@ -117,20 +117,17 @@ SRT_AVX512_BF16 void rowsTimesPairBlocksOf(const float* x, int64_t ldx, const ui
 
 bool rowsTimesPairBlocks(const float* x, int64_t ldx, int64_t rows, const uint16_t* w, int64_t k,
                          int64_t n, float* y, int64_t ldy, bool backwards) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4, backwards = !backwards) {
-    rowsTimesPairBlocksOf<4, 1>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, backwards);
-  }
-  if (r + 2 <= rows) {
-    rowsTimesPairBlocksOf<2, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, backwards);
-    r += 2;
-    backwards = !backwards;
-  }
-  if (r < rows) {
-    rowsTimesPairBlocksOf<1, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, backwards);
-    backwards = !backwards;
-  }
-  return backwards;
+  return forRowGroups(rows, backwards, [&](int64_t r, int64_t group, bool group_backwards) {
+    const float* x_rows = x + r * ldx;
+    float* y_rows = y + r * ldy;
+    if (group == 4) {
+      rowsTimesPairBlocksOf<4, 1>(x_rows, ldx, w, k, n, y_rows, ldy, group_backwards);
+    } else if (group == 2) {
+      rowsTimesPairBlocksOf<2, 2>(x_rows, ldx, w, k, n, y_rows, ldy, group_backwards);
+    } else {
+      rowsTimesPairBlocksOf<1, 2>(x_rows, ldx, w, k, n, y_rows, ldy, group_backwards);
+    }
+  });
 }
 
 #undef SRT_AVX512_BF16

@@ -34,6 +34,26 @@ bool rowsTimesBlocks(const float* x, int64_t ldx, int64_t rows, const float* w_b
 bool rowsTimesPairBlocks(const float* x, int64_t ldx, int64_t rows, const uint16_t* w_pairs,
                          int64_t k, int64_t n, float* y, int64_t ldy, bool backwards);
 
+// How both products above pass over their weight: pass(first_row, group_rows, backwards) for the
+// rows in groups of four, then two, then one, each pass the other way round from the one before,
+// starting as `backwards` says; returns how the next pass should start.
+template <typename Pass> bool forRowGroups(int64_t rows, bool backwards, const Pass& pass) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4, backwards = !backwards) {
+    pass(r, 4, backwards);
+  }
+  if (r + 2 <= rows) {
+    pass(r, 2, backwards);
+    r += 2;
+    backwards = !backwards;
+  }
+  if (r < rows) {
+    pass(r, 1, backwards);
+    backwards = !backwards;
+  }
+  return backwards;
+}
+
 // Pairs of x rounded per pass over the weight's blocks (on the stack, per row).
 constexpr int64_t kPairChunk = 1024;
 

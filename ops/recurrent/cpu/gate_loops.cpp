@@ -112,21 +112,17 @@ bool rowsTimesBlocksLoop(const float* x, int64_t ldx, int64_t rows, const float*
   // 4 rows x 2 vectors, then a pair as 2 x 4 vectors (8 sums in flight at any width), then a
   // single row as one column block; each pass over the weight the other way round.
   constexpr int kBlockVectors = static_cast<int>(kColumnBlock / Vec::size());
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4, backwards = !backwards) {
-    rowsTimesBlocks<4, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, {backwards});
-  }
-  if (r + 2 <= rows) {
-    rowsTimesBlocks<2, std::min(kBlockVectors, 4)>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy,
-                                                   {backwards});
-    r += 2;
-    backwards = !backwards;
-  }
-  if (r < rows) {
-    rowTimesBlocks(x + r * ldx, w, k, n, y + r * ldy, {backwards});
-    backwards = !backwards;
-  }
-  return backwards;
+  return forRowGroups(rows, backwards, [&](int64_t r, int64_t group, bool group_backwards) {
+    const PassOrder order{group_backwards};
+    if (group == 4) {
+      rowsTimesBlocks<4, 2>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy, order);
+    } else if (group == 2) {
+      rowsTimesBlocks<2, std::min(kBlockVectors, 4)>(x + r * ldx, ldx, w, k, n, y + r * ldy, ldy,
+                                                     order);
+    } else {
+      rowTimesBlocks(x + r * ldx, w, k, n, y + r * ldy, order);
+    }
+  });
 }
 
 namespace {
