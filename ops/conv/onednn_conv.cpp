@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cstring>
-#include <unordered_map>
+#include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -15,6 +18,41 @@
 #include "ops/gemm/threads.h"
 
 namespace srt::ops {
+
+// What a primitive was built for: the input's batch, spatial sizes and layout, and the thread
+// count.
+struct ConvKey {
+  int64_t batch = -1;
+  int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
+  bool channels_last = false;
+  int threads = 0;
+
+  bool operator==(const ConvKey& o) const {
+    return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
+           channels_last == o.channels_last && threads == o.threads;
+  }
+};
+
+// How a primitive's activations are laid out: as oneDNN picks (format any: channels last for
+// brgconv on AVX-512), or blocked by 16 channels (nChw16c / nCdhw16c), which oneDNN's older
+// AVX-512 kernels read. Which is faster depends on the shape and the CPU: on an AMD EPYC (Zen 4)
+// wav2vec2's 1-D convolutions (512 channels, 3199 samples) ran 1.5x faster blocked, reorders
+// included, while efficientnet_b0 ran 19% slower; so each shape is timed both ways once
+// (chooseLayout).
+enum class ActivationLayout { kLibraryChoice, kChannelBlocked };
+
+// What every runtime of one packed weight shares beyond the weight: per input shape, the layout
+// its trial chose, and the weight in the layouts other than the packed one that some shape's
+// primitive wants (held once, not per runtime). A copy of the weight starts with none.
+struct SharedLayouts {
+  SharedLayouts() = default;
+  SharedLayouts(const SharedLayouts&) {}
+  SharedLayouts& operator=(const SharedLayouts&) = delete;
+
+  std::mutex mutex;
+  std::vector<std::pair<ConvKey, ActivationLayout>> chosen;
+  std::vector<std::pair<dnnl::memory::desc, at::Tensor>> weights;
+};
 
 struct OneDnnConvWeight {
   ConvArguments arguments;
@@ -31,6 +69,7 @@ struct OneDnnConvWeight {
   // reference path, reorder (or, from Winograd's layout, unpack) from it.
   at::Tensor storage;
   at::Tensor bias; // [OC] float32 contiguous, or undefined
+  mutable SharedLayouts shared;
 };
 
 bool ConvArguments::operator==(const ConvArguments& o) const {
@@ -173,20 +212,6 @@ std::vector<Eltwise> eltwisesFor(vec::UnaryOp op, vec::Params params) {
   }
 }
 
-// What a primitive was built for: the input's batch, spatial sizes and layout, and the thread
-// count.
-struct ConvKey {
-  int64_t batch = -1;
-  int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
-  bool channels_last = false;
-  int threads = 0;
-
-  bool operator==(const ConvKey& o) const {
-    return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
-           channels_last == o.channels_last && threads == o.threads;
-  }
-};
-
 // One node's primitive in one runtime, for the last input shape. The activations are in the
 // caller's layout (contiguous or channels last); where the primitive wants a blocked one, the input
 // is reordered into scratch before and the result out of it after.
@@ -202,11 +227,7 @@ struct OneDnnConvState final : NodeState {
   // Scratch regions, 64-byte aligned offsets: [blocked src | blocked dst | oneDNN scratchpad].
   size_t src_offset = 0, dst_offset = 0, scratchpad_offset = 0, scratch_bytes = 0;
   size_t scratchpad_bytes = 0;
-  // The weight in the layout this shape's primitive wants, when not the packed one; kept when
-  // the shape changes, so that shapes alternating between two layouts repack once (from
-  // Winograd's layout, unpacking takes convolutions).
-  at::Tensor repacked;
-  memory::desc repacked_desc;
+  at::Tensor own_weight; // a trial's weight in its primitive's layout (build, WeightCopy::kOwn)
   dnnl::stream stream;
 };
 
@@ -412,8 +433,47 @@ void repackWeight(const OneDnnConvWeight& w, const memory::desc& layout, void* d
           memory(layout, oneDnnEngine(), data));
 }
 
+// The packed weight in `layout`: its own storage, or a copy made once for every runtime.
+void* weightIn(const OneDnnConvWeight& w, const memory::desc& layout) {
+  if (layout == w.desc) {
+    return w.storage.data_ptr();
+  }
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  for (auto& [desc, storage] : w.shared.weights) {
+    if (desc == layout) {
+      return storage.data_ptr();
+    }
+  }
+  at::Tensor storage = at::empty({static_cast<int64_t>(layout.get_size())}, at::kByte);
+  repackWeight(w, layout, storage.data_ptr());
+  w.shared.weights.emplace_back(layout, storage);
+  return storage.data_ptr();
+}
+
+// Whether `layout` is one `w`'s convolutions can be built for: the blocked one needs float32
+// direct convolutions, ungrouped, of whole blocks of channels.
+bool layoutApplies(const OneDnnConvWeight& w, ActivationLayout layout) {
+  if (layout == ActivationLayout::kLibraryChoice) {
+    return true;
+  }
+  constexpr int64_t kBlock = 16;
+  return w.algorithm == ConvAlgorithm::kDirect && w.multiply == kF32 && !w.arguments.transposed &&
+         w.arguments.groups == 1 && w.in_channels % kBlock == 0 && w.out_channels % kBlock == 0;
+}
+
+memory::format_tag blockedTag(int spatial_dims) {
+  return spatial_dims == 3 ? memory::format_tag::nCdhw16c : memory::format_tag::nChw16c;
+}
+
+// Where a primitive that wants the weight in a layout other than the packed one reads it from:
+// a copy shared by every runtime (weightIn), or, for a trial that may not be kept, the state's own.
+enum class WeightCopy { kShared, kOwn };
+
+// Builds `state` for `key` with activations in `layout`; state.supported says whether oneDNN
+// had a primitive (and reorders) for it.
 void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
-           const ConvEpilogue& epilogue) {
+           const ConvEpilogue& epilogue, ActivationLayout layout,
+           WeightCopy copy = WeightCopy::kShared) {
   state.key = key;
   state.built = true;
   state.supported = false;
@@ -427,16 +487,18 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   const auto user_tag = activationTag(spatial_dims, key.channels_last);
   const memory::desc src_user(src_dims, kF32, user_tag);
   const memory::desc dst_user(dst_dims, kF32, user_tag);
+  const auto activation_tag = layout == ActivationLayout::kChannelBlocked ? blockedTag(spatial_dims)
+                                                                          : memory::format_tag::any;
   // A bfloat16 weight's input differs from src_user in type, so it is always reordered (rounded).
-  const memory::desc any_src(src_dims, w.multiply, memory::format_tag::any);
-  const memory::desc any_dst(dst_dims, kF32, memory::format_tag::any);
+  const memory::desc any_src(src_dims, w.multiply, activation_tag);
+  const memory::desc any_dst(dst_dims, kF32, activation_tag);
   const memory::desc any_weights(weightDims(w), w.multiply, memory::format_tag::any);
   const dnnl::primitive_attr attr = attributes(epilogue);
   dnnl::primitive_desc pd;
   try {
     // Winograd on the shared packed weight: oneDNN has more than one Winograd implementation
     // (another for larger batches), each with its own weight layout, and letting it choose
-    // would repack the weight for every runtime. Where no implementation reads that layout
+    // would repack the weight for every shape. Where no implementation reads that layout
     // (or with direct weights), direct, in the layout it prefers.
     pd = w.algorithm == ConvAlgorithm::kWinograd
              ? primitiveDesc(w, any_src, w.desc, any_dst, attr, ConvAlgorithm::kWinograd)
@@ -480,15 +542,13 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   } catch (const dnnl::error&) {
     return; // no reorder between these layouts: the fallback runs the node
   }
-  // The shared packed weight, unless this shape's primitive wants another layout.
-  void* weight_data = w.storage.data_ptr();
-  if (pd.weights_desc(0) != w.desc) {
-    if (!state.repacked.defined() || state.repacked_desc != pd.weights_desc(0)) {
-      state.repacked = at::empty({static_cast<int64_t>(pd.weights_desc(0).get_size())}, at::kByte);
-      repackWeight(w, pd.weights_desc(0), state.repacked.data_ptr());
-      state.repacked_desc = pd.weights_desc(0);
-    }
-    weight_data = state.repacked.data_ptr();
+  void* weight_data = nullptr;
+  if (copy == WeightCopy::kOwn && pd.weights_desc(0) != w.desc) {
+    state.own_weight = at::empty({static_cast<int64_t>(pd.weights_desc(0).get_size())}, at::kByte);
+    repackWeight(w, pd.weights_desc(0), state.own_weight.data_ptr());
+    weight_data = state.own_weight.data_ptr();
+  } else {
+    weight_data = weightIn(w, pd.weights_desc(0));
   }
   state.weights = memory(pd.weights_desc(0), engine, weight_data);
   if (w.bias.defined()) {
@@ -522,6 +582,118 @@ void execute(dnnl::stream& stream, const dnnl::primitive& primitive,
                                                  static_cast<int>(arguments.size()),
                                                  arguments.begin()),
                           "oneDNN convolution failed");
+}
+
+// One convolution with `state` built: x and out in the caller's layout; `residual` (out's
+// shape and layout) added first when the epilogue has one; scratch of state.scratch_bytes.
+void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
+         const void* residual, char* scratch) {
+  state.src_user.set_data_handle(x);
+  state.dst_user.set_data_handle(out);
+  state.src.set_data_handle(state.reorder_src ? scratch + state.src_offset : x);
+  state.dst.set_data_handle(state.reorder_dst ? scratch + state.dst_offset : out);
+  if (residual != nullptr) {
+    // The sum post-op adds what dst holds: the residual, in the primitive's layout.
+    if (state.reorder_dst) {
+      memory from(state.dst_user.get_desc(), oneDnnEngine(), const_cast<void*>(residual));
+      execute(state.stream, state.residual_reorder,
+              {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, state.dst.get()}});
+    } else {
+      std::memcpy(out, residual, state.dst_user.get_desc().get_size());
+    }
+  }
+  if (state.reorder_src) {
+    execute(state.stream, state.src_reorder,
+            {{DNNL_ARG_FROM, state.src_user.get()}, {DNNL_ARG_TO, state.src.get()}});
+  }
+  std::vector<dnnl_exec_arg_t> arguments{{DNNL_ARG_SRC, state.src.get()},
+                                         {DNNL_ARG_WEIGHTS, state.weights.get()},
+                                         {DNNL_ARG_DST, state.dst.get()}};
+  if (w.bias.defined()) {
+    arguments.push_back({DNNL_ARG_BIAS, state.bias.get()});
+  }
+  if (state.scratchpad_bytes > 0) {
+    state.scratchpad.set_data_handle(scratch + state.scratchpad_offset);
+    arguments.push_back({DNNL_ARG_SCRATCHPAD, state.scratchpad.get()});
+  }
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(state.primitive.get(), state.stream.get(),
+                                                 static_cast<int>(arguments.size()),
+                                                 arguments.data()),
+                          "oneDNN convolution failed");
+  if (state.reorder_dst) {
+    execute(state.stream, state.dst_reorder,
+            {{DNNL_ARG_FROM, state.dst.get()}, {DNNL_ARG_TO, state.dst_user.get()}});
+  }
+  state.stream.wait();
+}
+
+// Seconds one convolution of `key` takes with activations in `layout`, reorders to and from the
+// caller's layout included: the best of a few runs on zeros, after one untimed; nullopt when
+// oneDNN has no primitive for it. Allocates (once per shape and weight, on a first run).
+std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
+                                 const ConvEpilogue& epilogue, ActivationLayout layout) {
+  constexpr int kTimedRuns = 2;
+  OneDnnConvState state;
+  build(state, key, w, epilogue, layout, WeightCopy::kOwn);
+  if (!state.supported) {
+    return std::nullopt;
+  }
+  const auto bytes = [](size_t count) {
+    return at::zeros({static_cast<int64_t>(count)}, at::kByte);
+  };
+  at::Tensor x = bytes(state.src_user.get_desc().get_size());
+  at::Tensor out = bytes(state.dst_user.get_desc().get_size());
+  at::Tensor residual = epilogue.has_residual ? bytes(out.numel()) : at::Tensor();
+  at::Tensor scratch = bytes(state.scratch_bytes);
+  char* scratch_data = static_cast<char*>(scratch.data_ptr());
+  double best = 0;
+  for (int i = 0; i <= kTimedRuns; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run(state, w, x.data_ptr(), out.data_ptr(), residual.defined() ? residual.data_ptr() : nullptr,
+        scratch_data);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i == 1 || (i > 1 && seconds < best)) {
+      best = seconds;
+    }
+  }
+  return best;
+}
+
+// The activation layout of `w`'s convolutions at `key`: oneDNN's choice, unless the blocked one
+// measured faster by more than the timing's noise. Measured once per weight and shape, by the
+// first runtime to meet it, and shared, so that every runtime computes alike.
+ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
+                              const ConvEpilogue& epilogue) {
+  constexpr double kMargin = 0.95;
+  if (!layoutApplies(w, ActivationLayout::kChannelBlocked)) {
+    return ActivationLayout::kLibraryChoice;
+  }
+  {
+    std::lock_guard<std::mutex> lock(w.shared.mutex);
+    for (const auto& [measured, layout] : w.shared.chosen) {
+      if (measured == key) {
+        return layout;
+      }
+    }
+  }
+  // Timed without the lock (building takes it to share a repacked weight); two runtimes meeting
+  // the shape at once may both time it, and the first to finish decides for both.
+  ActivationLayout layout = ActivationLayout::kLibraryChoice;
+  const std::optional<double> library = timeLayout(w, key, epilogue, layout);
+  const std::optional<double> blocked =
+      timeLayout(w, key, epilogue, ActivationLayout::kChannelBlocked);
+  if (blocked && (!library || *blocked < kMargin * *library)) {
+    layout = ActivationLayout::kChannelBlocked;
+  }
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  for (const auto& [measured, decided] : w.shared.chosen) {
+    if (measured == key) {
+      return decided;
+    }
+  }
+  w.shared.chosen.emplace_back(key, layout);
+  return layout;
 }
 
 class OneDnnConv {
@@ -575,7 +747,7 @@ public:
     key.threads = threads.count();
     auto& state = p.state<OneDnnConvState>();
     if (!state.built || !(state.key == key)) {
-      build(state, key, w, epilogue_);
+      build(state, key, w, epilogue_, chooseLayout(w, key, epilogue_));
     }
     if (!state.supported) {
       fallback_(p);
@@ -585,43 +757,7 @@ public:
                                         : contiguousOutput(p, 0, out_sizes, x.options());
     char* scratch =
         static_cast<char*>(state.scratch_bytes > 0 ? p.scratch(state.scratch_bytes) : nullptr);
-    state.src_user.set_data_handle(x.data_ptr());
-    state.dst_user.set_data_handle(out.data_ptr());
-    state.src.set_data_handle(state.reorder_src ? scratch + state.src_offset : x.data_ptr());
-    state.dst.set_data_handle(state.reorder_dst ? scratch + state.dst_offset : out.data_ptr());
-    if (residual != nullptr) {
-      // The sum post-op adds what dst holds: the residual, in the primitive's layout.
-      if (state.reorder_dst) {
-        memory from(state.dst_user.get_desc(), oneDnnEngine(), residual->data_ptr());
-        execute(state.stream, state.residual_reorder,
-                {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, state.dst.get()}});
-      } else {
-        std::memcpy(out.data_ptr(), residual->data_ptr(), out.nbytes());
-      }
-    }
-    if (state.reorder_src) {
-      execute(state.stream, state.src_reorder,
-              {{DNNL_ARG_FROM, state.src_user.get()}, {DNNL_ARG_TO, state.src.get()}});
-    }
-    std::vector<dnnl_exec_arg_t> arguments{{DNNL_ARG_SRC, state.src.get()},
-                                           {DNNL_ARG_WEIGHTS, state.weights.get()},
-                                           {DNNL_ARG_DST, state.dst.get()}};
-    if (w.bias.defined()) {
-      arguments.push_back({DNNL_ARG_BIAS, state.bias.get()});
-    }
-    if (state.scratchpad_bytes > 0) {
-      state.scratchpad.set_data_handle(scratch + state.scratchpad_offset);
-      arguments.push_back({DNNL_ARG_SCRATCHPAD, state.scratchpad.get()});
-    }
-    dnnl::error::wrap_c_api(dnnl_primitive_execute(state.primitive.get(), state.stream.get(),
-                                                   static_cast<int>(arguments.size()),
-                                                   arguments.data()),
-                            "oneDNN convolution failed");
-    if (state.reorder_dst) {
-      execute(state.stream, state.dst_reorder,
-              {{DNNL_ARG_FROM, state.dst.get()}, {DNNL_ARG_TO, state.dst_user.get()}});
-    }
-    state.stream.wait();
+    run(state, w, x.data_ptr(), out.data_ptr(), residual ? residual->data_ptr() : nullptr, scratch);
   }
 
 private:

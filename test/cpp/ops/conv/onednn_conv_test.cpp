@@ -105,6 +105,38 @@ def forward(self, x):
 
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
 // (1, 2, 2), 3x3x3 blocks, the strided 1x1x1 downsample; odd sizes, grouped, dilated, no bias.
+// wav2vec2's feature extractor in small: strided 1-D convolutions of its 512 channels over a
+// signal, GELU fused, and a residual. For each shape the kernel times oneDNN's
+// activation layout against the channel-blocked one (chooseLayout in ops/conv/onednn_conv.cpp;
+// which wins depends on the CPU). Either must match the JIT, and every runtime of one module
+// computes alike: the choice is made once per weight and shape, and shared.
+TEST(Conv1dOneDnn, LayoutChoiceMatchesJitAndIsSharedByRuntimes) {
+  const torch::jit::Module module = convModule({{"w1", torch::randn({512, 32, 3}) * 0.1},
+                                                {"w2", torch::randn({512, 512, 3}) * 0.03},
+                                                {"w3", torch::randn({512, 512, 3}) * 0.03},
+                                                {"b3", torch::randn({512})}},
+                                               R"JIT(
+def forward(self, x):
+    y = torch.gelu(torch.conv1d(x, self.w1, None, 2))
+    z = torch.gelu(torch.conv1d(y, self.w2, None, 2))
+    return torch.conv1d(z, self.w3, self.b3, 1, 1) + z
+)JIT");
+  const std::vector<InputSet> inputs = {{{torch::randn({1, 32, 801})}, {}},
+                                        {{torch::randn({2, 32, 203})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  StaticModule shared(module);
+  StaticRuntime first(shared);
+  StaticRuntime second(shared);
+  for (const InputSet& input : inputs) {
+    const at::Tensor a = first(input.args).toTensor().clone();
+    const at::Tensor b = second(input.args).toTensor();
+    EXPECT_TRUE(torch::equal(a, b)) << "input " << input.args[0].toTensor().sizes();
+  }
+  const auto kinds = kernelKinds(shared);
+  EXPECT_EQ(kinds.count("aten::gelu"), 0u);
+  EXPECT_EQ(kinds.count("aten::conv1d"), 0u);
+}
+
 TEST(Conv3dOneDnn, EveryArgumentMatchesJit) {
   const torch::jit::Module module =
       convModule({{"stem", torch::randn({16, 3, 3, 7, 7}) * 0.1},
