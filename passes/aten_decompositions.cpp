@@ -9,6 +9,9 @@
 //   adaptive_max_pool1d(x, [o]) -> adaptive_max_pool2d(x.unsqueeze(-2), [1, o]), each result
 //                                  .squeeze(-2) (a height of one leaves the indices as they are)
 //   selu(x) -> elu(x, SELU's alpha, SELU's scale, 1)
+//   rrelu(x, lower, upper, training=False) -> leaky_relu(x, (lower + upper) / 2)
+//                                  (nn.RReLU in eval; constant bounds with lower <= upper, else
+//                                  ATen's op and its error)
 //
 // An empty stride means "the kernel size" in both the 1-D and the 2-D pooling ops, so it is passed
 // on empty. The pooling forms need constant int[1] arguments; unsqueeze and squeeze are views and,
@@ -118,6 +121,23 @@ bool lowerSelu(Graph& graph, Node* selu) {
   return true;
 }
 
+// ATen's rrelu outside training is leaky_relu with the bounds' mean as its slope
+// (rrelu_with_noise_out_cpu), computed in double as here.
+bool lowerEvalRrelu(Graph& graph, Node* rrelu) {
+  const auto lower = torch::jit::constant_as<double>(rrelu->input(1));
+  const auto upper = torch::jit::constant_as<double>(rrelu->input(2));
+  const auto training = torch::jit::constant_as<bool>(rrelu->input(3));
+  if (!lower || !upper || !training || *training || *lower > *upper) {
+    return false;
+  }
+  torch::jit::WithInsertPoint insert(rrelu);
+  Value* leaky = graph.insert(c10::aten::leaky_relu, {rrelu->input(0), (*lower + *upper) / 2});
+  leaky->setType(rrelu->output()->type());
+  rrelu->output()->replaceAllUsesWith(leaky);
+  rrelu->destroy();
+  return true;
+}
+
 bool decompose(Graph& graph, Node* node) {
   for (const PoolingForm& form : kPoolingForms) {
     if (node->matches(form.schema)) {
@@ -126,6 +146,10 @@ bool decompose(Graph& graph, Node* node) {
   }
   if (node->matches("aten::selu(Tensor self) -> Tensor")) {
     return lowerSelu(graph, node);
+  }
+  if (node->matches("aten::rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, "
+                    "bool training=False, Generator? generator=None) -> Tensor")) {
+    return lowerEvalRrelu(graph, node);
   }
   return false;
 }

@@ -1,5 +1,6 @@
-// passes/aten_decompositions.cpp: 1-D pooling runs as 2-D pooling over a height of one and selu as
-// elu, with the JIT's values for every argument form; run-time arguments stay as they are.
+// passes/aten_decompositions.cpp: 1-D pooling runs as 2-D pooling over a height of one, selu as
+// elu and eval rrelu as leaky_relu, with the JIT's values for every argument form; run-time
+// arguments stay as they are.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -71,6 +72,32 @@ def forward(self, x):
       EXPECT_TRUE(torch::equal(module({x}).toTensor(), torch::selu(x)));
     }
   }
+}
+
+// nn.RReLU in eval, default and given bounds; in training (random slopes), with bounds the wrong
+// way round (ATen's error) or known only at run time it stays ATen's.
+TEST(AtenDecompositions, EvalRreluIsAtensLeakyReluBitForBit) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return torch.rrelu(x), torch.rrelu(x, 0.1, 0.3), torch.rrelu(x, 0.2, 0.2, False)
+)JIT"));
+  EXPECT_EQ(kernelKinds(module).count("aten::rrelu"), 0u) << module.graph();
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{3, 70}, {2, 3, 17}}) {
+    const torch::Tensor x = torch::randn(sizes) * 3.0;
+    for (int call = 0; call < 2; ++call) {
+      const auto outputs = module({x}).toTupleRef().elements();
+      EXPECT_TRUE(torch::equal(outputs[0].toTensor(), torch::rrelu(x)));
+      EXPECT_TRUE(torch::equal(outputs[1].toTensor(), torch::rrelu(x, 0.1, 0.3)));
+      EXPECT_TRUE(torch::equal(outputs[2].toTensor(), torch::rrelu(x, 0.2, 0.2)));
+    }
+  }
+  auto graph = passes::prepareModule(scriptModule(R"JIT(
+def forward(self, x, upper: float):
+    return torch.rrelu(x, 0.1, upper), torch.rrelu(x, 0.3, 0.1), torch.rrelu(x, 0.1, 0.3, True)
+)JIT"))
+                   .graph;
+  EXPECT_FALSE(passes::decomposeAtenOps(graph)) << *graph;
+  EXPECT_EQ(countKind(*graph, "aten::rrelu"), 3u) << *graph;
 }
 
 TEST(AtenDecompositions, LeavesRunTimeArgumentsAlone) {
