@@ -12,6 +12,9 @@
 //   rrelu(x, lower, upper, training=False) -> leaky_relu(x, (lower + upper) / 2)
 //                                  (nn.RReLU in eval; constant bounds with lower <= upper, else
 //                                  ATen's op and its error)
+//   pairwise_distance(x1, x2, p, eps, keepdim) -> norm(x1 - x2 + eps, p, [-1], keepdim)
+//                                  (nn.PairwiseDistance; ATen's innermost dim of the broadcast
+//                                  result, which -1 names at every rank)
 //
 // An empty stride means "the kernel size" in both the 1-D and the 2-D pooling ops, so it is passed
 // on empty. The pooling forms need constant int[1] arguments; unsqueeze and squeeze are views and,
@@ -138,6 +141,21 @@ bool lowerEvalRrelu(Graph& graph, Node* rrelu) {
   return true;
 }
 
+bool lowerPairwiseDistance(Graph& graph, Node* distance) {
+  torch::jit::WithInsertPoint insert(distance);
+  Value* difference = graph.insert(c10::aten::sub, {distance->input(0), distance->input(1)});
+  Value* shifted = graph.insert(c10::aten::add, {difference, distance->input(3)});
+  Value* norm = graph.insert(
+      c10::aten::norm, {shifted, distance->input(2), std::vector<int64_t>{-1}, distance->input(4)});
+  for (Value* v : {difference, shifted, norm}) {
+    v->setType(c10::TensorType::get());
+  }
+  norm->setType(distance->output()->type());
+  distance->output()->replaceAllUsesWith(norm);
+  distance->destroy();
+  return true;
+}
+
 bool decompose(Graph& graph, Node* node) {
   for (const PoolingForm& form : kPoolingForms) {
     if (node->matches(form.schema)) {
@@ -150,6 +168,10 @@ bool decompose(Graph& graph, Node* node) {
   if (node->matches("aten::rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, "
                     "bool training=False, Generator? generator=None) -> Tensor")) {
     return lowerEvalRrelu(graph, node);
+  }
+  if (node->matches("aten::pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, "
+                    "bool keepdim=False) -> Tensor")) {
+    return lowerPairwiseDistance(graph, node);
   }
   return false;
 }

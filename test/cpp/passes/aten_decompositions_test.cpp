@@ -1,6 +1,6 @@
 // passes/aten_decompositions.cpp: 1-D pooling runs as 2-D pooling over a height of one, selu as
-// elu and eval rrelu as leaky_relu, with the JIT's values for every argument form; run-time
-// arguments stay as they are.
+// elu, eval rrelu as leaky_relu and pairwise_distance as norm, with the JIT's values for every
+// argument form; run-time arguments stay as they are.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -98,6 +98,32 @@ def forward(self, x, upper: float):
                    .graph;
   EXPECT_FALSE(passes::decomposeAtenOps(graph)) << *graph;
   EXPECT_EQ(countKind(*graph, "aten::rrelu"), 3u) << *graph;
+}
+
+// nn.PairwiseDistance: p and eps given or not, keepdim, broadcast ranks, a run-time p; ATen's
+// norm over the innermost dim, so the same bits.
+TEST(AtenDecompositions, PairwiseDistanceIsAtensNormBitForBit) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, a, b, c, p: float):
+    return (torch.pairwise_distance(a, b), torch.pairwise_distance(a, b, 3.0, 1e-3, True),
+            torch.pairwise_distance(a, c, 1.0), torch.pairwise_distance(a, b, p))
+)JIT"));
+  const auto kinds = kernelKinds(module);
+  EXPECT_EQ(kinds.count("aten::pairwise_distance"), 0u) << module.graph();
+  EXPECT_EQ(kinds.at("aten::norm"), std::set<KernelKind>{KernelKind::kOutVariant});
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{5, 16}, {2, 3, 7}}) {
+    const torch::Tensor a = torch::randn(sizes);
+    const torch::Tensor b = torch::randn(sizes);
+    const torch::Tensor c = torch::randn({sizes.back()});
+    for (int call = 0; call < 2; ++call) {
+      const auto outputs = module({a, b, c, 0.5}).toTupleRef().elements();
+      EXPECT_TRUE(torch::equal(outputs[0].toTensor(), torch::pairwise_distance(a, b)));
+      EXPECT_TRUE(
+          torch::equal(outputs[1].toTensor(), torch::pairwise_distance(a, b, 3.0, 1e-3, true)));
+      EXPECT_TRUE(torch::equal(outputs[2].toTensor(), torch::pairwise_distance(a, c, 1.0)));
+      EXPECT_TRUE(torch::equal(outputs[3].toTensor(), torch::pairwise_distance(a, b, 0.5)));
+    }
+  }
 }
 
 TEST(AtenDecompositions, LeavesRunTimeArgumentsAlone) {
