@@ -629,7 +629,8 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
 
 // Seconds one convolution of `key` takes with activations in `layout`, reorders to and from the
 // caller's layout included: the best of a few runs on zeros, after one untimed; nullopt when
-// oneDNN has no primitive for it. Allocates (once per shape and weight, on a first run).
+// oneDNN has no primitive for it, or it fails to run. Allocates (once per shape and weight, on a
+// first run).
 std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
                                  const ConvEpilogue& epilogue, ActivationLayout layout) {
   constexpr int kTimedRuns = 2;
@@ -649,8 +650,12 @@ std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
   double best = 0;
   for (int i = 0; i <= kTimedRuns; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    run(state, w, x.data_ptr(), out.data_ptr(), residual.defined() ? residual.data_ptr() : nullptr,
-        scratch_data);
+    try {
+      run(state, w, x.data_ptr(), out.data_ptr(),
+          residual.defined() ? residual.data_ptr() : nullptr, scratch_data);
+    } catch (const dnnl::error&) {
+      return std::nullopt; // a kernel that fails to run is no candidate
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i == 1 || (i > 1 && seconds < best)) {
