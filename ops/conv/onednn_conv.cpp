@@ -688,8 +688,9 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
       }
     }
   }
-  // Timed without the lock (building takes it to share a repacked weight); two runtimes meeting
-  // the shape at once may both time it, and the first to finish decides for both.
+  // Timed without the lock, which would hold up every other runtime building this weight's
+  // convolutions meanwhile; two runtimes meeting the shape at once may both time it, and the
+  // first to finish decides for both.
   ActivationLayout layout = ActivationLayout::kLibraryChoice;
   const std::optional<double> library = timeLayout(w, key, epilogue, layout);
   const std::optional<double> blocked =
