@@ -26,9 +26,14 @@ if(NOT TARGET srt::openblas)
     INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
 endif()
 
-# Only omp_get_max_threads / omp_set_num_threads are called (ops/gemm/threads.cpp), so link the
-# runtime without compiling the project with -fopenmp. Debian's libdnnl and libtorch use libgomp.
+# The OpenMP runtime, libgomp, as Debian's libdnnl and libtorch use it: linked wherever thread
+# counts are set (ops/gemm/threads.cpp, gemm_test). The library's own code is also compiled with
+# OpenMP (SRT_OPENMP_COMPILE_OPTIONS): ATen's at::parallel_for is inline in its headers and
+# splits work only in code compiled with it (ATen/ParallelOpenMP.h defines INTRA_OP_PARALLEL
+# under _OPENMP); without the flag every at::parallel_for of ours ran on the calling thread
+# alone, whatever the thread count and the cost model said.
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+separate_arguments(SRT_OPENMP_COMPILE_OPTIONS UNIX_COMMAND "${OpenMP_CXX_FLAGS}")
 if(NOT TARGET srt::openmp_runtime)
   add_library(srt::openmp_runtime INTERFACE IMPORTED)
   set_target_properties(srt::openmp_runtime PROPERTIES
