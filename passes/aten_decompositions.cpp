@@ -27,6 +27,7 @@
 #include <torch/csrc/jit/ir/named_value.h>
 
 #include "passes/graph_passes.h"
+#include "passes/shape_facts.h"
 
 namespace srt::passes {
 namespace {
@@ -127,8 +128,9 @@ bool lowerSelu(Graph& graph, Node* selu) {
 // ATen's rrelu outside training is leaky_relu with the bounds' mean as its slope
 // (rrelu_with_noise_out_cpu), computed in double as here.
 bool lowerEvalRrelu(Graph& graph, Node* rrelu) {
-  const auto lower = torch::jit::constant_as<double>(rrelu->input(1));
-  const auto upper = torch::jit::constant_as<double>(rrelu->input(2));
+  // Scalars: int or float constants.
+  const std::optional<double> lower = knownNumber(rrelu->input(1));
+  const std::optional<double> upper = knownNumber(rrelu->input(2));
   const auto training = torch::jit::constant_as<bool>(rrelu->input(3));
   if (!lower || !upper || !training || *training || *lower > *upper) {
     return false;
@@ -147,9 +149,8 @@ bool lowerPairwiseDistance(Graph& graph, Node* distance) {
   Value* shifted = graph.insert(c10::aten::add, {difference, distance->input(3)});
   Value* norm = graph.insert(
       c10::aten::norm, {shifted, distance->input(2), std::vector<int64_t>{-1}, distance->input(4)});
-  for (Value* v : {difference, shifted, norm}) {
-    v->setType(c10::TensorType::get());
-  }
+  difference->setType(c10::TensorType::get());
+  shifted->setType(c10::TensorType::get());
   norm->setType(distance->output()->type());
   distance->output()->replaceAllUsesWith(norm);
   distance->destroy();

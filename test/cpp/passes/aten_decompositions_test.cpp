@@ -79,7 +79,8 @@ def forward(self, x):
 TEST(AtenDecompositions, EvalRreluIsAtensLeakyReluBitForBit) {
   StaticModule module(scriptModule(R"JIT(
 def forward(self, x):
-    return torch.rrelu(x), torch.rrelu(x, 0.1, 0.3), torch.rrelu(x, 0.2, 0.2, False)
+    return (torch.rrelu(x), torch.rrelu(x, 0.1, 0.3), torch.rrelu(x, 0.2, 0.2, False),
+            torch.rrelu(x, 0, 1))
 )JIT"));
   EXPECT_EQ(kernelKinds(module).count("aten::rrelu"), 0u) << module.graph();
   for (const auto& sizes : std::vector<std::vector<int64_t>>{{3, 70}, {2, 3, 17}}) {
@@ -89,6 +90,7 @@ def forward(self, x):
       EXPECT_TRUE(torch::equal(outputs[0].toTensor(), torch::rrelu(x)));
       EXPECT_TRUE(torch::equal(outputs[1].toTensor(), torch::rrelu(x, 0.1, 0.3)));
       EXPECT_TRUE(torch::equal(outputs[2].toTensor(), torch::rrelu(x, 0.2, 0.2)));
+      EXPECT_TRUE(torch::equal(outputs[3].toTensor(), torch::rrelu(x, 0, 1)));
     }
   }
   auto graph = passes::prepareModule(scriptModule(R"JIT(
