@@ -105,9 +105,34 @@ py::object runTensors(RuntimePool& pool, const c10::FunctionSchema& schema,
   return std::move(result);
 }
 
-RuntimeOptions runtimeOptions(int intra_op_threads, bool profiling) {
+IntraOpWorkers intraOpWorkers(const std::string& name) {
+  if (name == "auto") {
+    return IntraOpWorkers::kAuto;
+  }
+  if (name == "openmp") {
+    return IntraOpWorkers::kOpenMp;
+  }
+  TORCH_CHECK(name == "own", "RuntimePool: workers must be \"auto\", \"openmp\" or \"own\", got \"",
+              name, "\"");
+  return IntraOpWorkers::kOwn;
+}
+
+std::string intraOpWorkersName(IntraOpWorkers workers) {
+  switch (workers) {
+  case IntraOpWorkers::kOpenMp:
+    return "openmp";
+  case IntraOpWorkers::kOwn:
+    return "own";
+  case IntraOpWorkers::kAuto:
+    break;
+  }
+  return "auto";
+}
+
+RuntimeOptions runtimeOptions(int intra_op_threads, IntraOpWorkers workers, bool profiling) {
   RuntimeOptions options;
   options.intra_op_threads = intra_op_threads;
+  options.workers = workers;
   options.profiling = profiling;
   return options;
 }
@@ -170,19 +195,23 @@ void bindServing(py::module_& m, py::class_<StaticModule, std::shared_ptr<Static
   py::class_<PyRuntimePool, std::shared_ptr<PyRuntimePool>>(m, "RuntimePool", R"doc(
 A bounded pool of runtimes of one StaticModule, lent to one caller at a time.
 
-RuntimePool(module, num_runtimes, intra_op_threads=0, profiling=True): runtimes are created
-lazily, each running with intra_op_threads threads (0: the caller's setting) on the calling
-thread only, and recording a profiler event per node while a profiler is active unless
-profiling=False. A call blocks while all runtimes are busy.)doc")
+RuntimePool(module, num_runtimes, intra_op_threads=0, profiling=True, workers="auto"): runtimes
+are created lazily, each running with intra_op_threads threads (0: the caller's setting) on the
+calling thread only, and recording a profiler event per node while a profiler is active unless
+profiling=False. workers says whose threads carry the intra-op threads in the kernels that split
+work themselves (convolutions): "own" (each runtime's own workers, which spin between the nodes
+of a run), "openmp" (OpenMP's), or "auto" (own where OpenMP's sleep between parallel regions,
+i.e. under OMP_WAIT_POLICY=PASSIVE). A call blocks while all runtimes are busy.)doc")
       .def(py::init([](std::shared_ptr<StaticModule> module, size_t num_runtimes,
-                       int intra_op_threads, bool profiling) {
+                       int intra_op_threads, bool profiling, const std::string& workers) {
              auto pool = std::shared_ptr<PyRuntimePool>(new PyRuntimePool{
-                 module,
-                 RuntimePool(*module, num_runtimes, runtimeOptions(intra_op_threads, profiling))});
+                 module, RuntimePool(*module, num_runtimes,
+                                     runtimeOptions(intra_op_threads, intraOpWorkers(workers),
+                                                    profiling))});
              return pool;
            }),
            py::arg("module"), py::arg("num_runtimes"), py::arg("intra_op_threads") = 0,
-           py::arg("profiling") = true)
+           py::arg("profiling") = true, py::arg("workers") = "auto")
       .def(
           "__call__",
           [](PyRuntimePool& self, const py::args& args, const py::kwargs& kwargs) {
@@ -219,15 +248,21 @@ profiling=False. A call blocks while all runtimes are busy.)doc")
           "intra_op_threads",
           [](const PyRuntimePool& self) { return self.pool.options().intra_op_threads; },
           [](PyRuntimePool& self, int threads) {
-            self.pool.setOptions(runtimeOptions(threads, self.pool.options().profiling));
+            const RuntimeOptions& now = self.pool.options();
+            self.pool.setOptions(runtimeOptions(threads, now.workers, now.profiling));
           },
           "Intra-op threads of every runtime of the pool from its next run (0: the caller's).")
       .def_property(
           "profiling", [](const PyRuntimePool& self) { return self.pool.options().profiling; },
           [](PyRuntimePool& self, bool profiling) {
-            self.pool.setOptions(runtimeOptions(self.pool.options().intra_op_threads, profiling));
+            const RuntimeOptions& now = self.pool.options();
+            self.pool.setOptions(runtimeOptions(now.intra_op_threads, now.workers, profiling));
           },
-          "Whether the pool's runtimes record profiler events (see StaticModule.profiling).");
+          "Whether the pool's runtimes record profiler events (see StaticModule.profiling).")
+      .def_property_readonly(
+          "workers",
+          [](const PyRuntimePool& self) { return intraOpWorkersName(self.pool.options().workers); },
+          "Whose threads the pool's runtimes split convolutions over: auto, openmp or own.");
 }
 
 } // namespace srt::python

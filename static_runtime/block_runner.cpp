@@ -10,13 +10,13 @@
 namespace srt {
 
 BlockRunner::BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
-                         ops::Scratch* scratch, const bool& node_events,
+                         ops::Scratch* scratch, ops::WorkerPool* workers, const bool& node_events,
                          std::vector<ops::ProcessedNode*>* every_node)
     : info_(program.blocks.at(block_index)), values_(values), node_events_(node_events) {
   // Reserved once, so the addresses handed out below never move.
   nodes_.reserve(info_.nodes.size());
   for (const ops::StaticNodeInfo& node_info : info_.nodes) {
-    ops::ProcessedNode& node = nodes_.emplace_back(node_info, values, scratch);
+    ops::ProcessedNode& node = nodes_.emplace_back(node_info, values, scratch, workers);
     if (every_node != nullptr) {
       every_node->at(node_info.id) = &node;
     }
@@ -24,7 +24,7 @@ BlockRunner::BlockRunner(const Program& program, size_t block_index, c10::IValue
       std::vector<std::unique_ptr<ops::SubBlock>> sub_blocks;
       for (size_t sub_block : node_info.sub_blocks) {
         sub_blocks.push_back(std::make_unique<BlockRunner>(program, sub_block, values, scratch,
-                                                           node_events, every_node));
+                                                           workers, node_events, every_node));
       }
       node.setSubBlocks(std::move(sub_blocks));
     }

@@ -10,8 +10,8 @@
 namespace srt {
 
 // Per-runtime state of one block. Built once per runtime; sub-blocks of prim::If / prim::Loop
-// nodes get BlockRunners of their own. `program`, `values`, `scratch` and `node_events` must
-// outlive the runner.
+// nodes get BlockRunners of their own. `program`, `values`, `scratch`, `workers` and
+// `node_events` must outlive the runner.
 class BlockRunner final : public ops::SubBlock {
 public:
   // Puts the address of every node it builds, sub-blocks included, at the node's id in
@@ -19,7 +19,7 @@ public:
   // the runner. `node_events` is the runtime's per-run decision to run nodes under profiler
   // events (see profiler_events.h), read by every block.
   BlockRunner(const Program& program, size_t block_index, c10::IValue* values,
-              ops::Scratch* scratch, const bool& node_events,
+              ops::Scratch* scratch, ops::WorkerPool* workers, const bool& node_events,
               std::vector<ops::ProcessedNode*>* every_node = nullptr);
 
   size_t numInputs() const override { return info_.inputs.size(); }

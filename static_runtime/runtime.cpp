@@ -7,7 +7,9 @@
 #include <c10/core/GradMode.h>
 
 #include "memory/memory_planner.h"
+#include "ops/core/parallelism.h"
 #include "ops/core/scratch.h"
+#include "ops/core/worker_pool.h"
 #include "static_runtime/block_runner.h"
 #include "static_runtime/internal_options.h"
 #include "static_runtime/intra_op_threads.h"
@@ -20,6 +22,8 @@ namespace srt {
 struct StaticRuntime::State {
   std::vector<c10::IValue> values;
   ops::Scratch scratch;
+  // Sized at each run: the run's intra-op threads when they are the runtime's own, else 1.
+  ops::WorkerPool workers;
   std::optional<memory::MemoryPlanner> planner;
   // The plan generation the nodes' scratch blocks were lent from.
   size_t lent_plan_generation = 0;
@@ -41,8 +45,9 @@ StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
   std::copy(program.constants.begin(), program.constants.end(),
             state_->values.begin() + program.num_inputs);
   state_->nodes.resize(program.num_nodes);
-  state_->top_block = std::make_unique<BlockRunner>(
-      program, 0, state_->values.data(), &state_->scratch, state_->node_events, &state_->nodes);
+  state_->top_block =
+      std::make_unique<BlockRunner>(program, 0, state_->values.data(), &state_->scratch,
+                                    &state_->workers, state_->node_events, &state_->nodes);
   if (module.options().optimize_memory) {
     state_->planner.emplace(program.managed_tensors,
                             plannerAlgorithm(module.options().memory_planner),
@@ -71,6 +76,18 @@ double lap(Clock::time_point& start) {
   const double ms = std::chrono::duration<double, std::milli>(now - start).count();
   start = now;
   return ms;
+}
+
+bool ownWorkers(IntraOpWorkers workers) {
+  switch (workers) {
+  case IntraOpWorkers::kOwn:
+    return true;
+  case IntraOpWorkers::kOpenMp:
+    return false;
+  case IntraOpWorkers::kAuto:
+    break;
+  }
+  return ops::openMpThreadsSleep();
 }
 
 } // namespace
@@ -153,6 +170,7 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
   // Inference only: recording autograd history would cost time and keep activations alive.
   c10::AutoGradMode no_grad(false);
   ScopedIntraOpThreads threads(options_.intra_op_threads);
+  state_->workers.resize(ownWorkers(options_.workers) ? at::get_num_threads() : 1);
   if (times != nullptr) {
     state_->top_block->runTimed(times->nodes.data());
   } else if (state_->planner && state_->planner->learning()) {

@@ -5,10 +5,25 @@
 
 namespace srt {
 
+// Which threads the runtime's own kernels split their work over (ARCHITECTURE.md, "Threads").
+enum class IntraOpWorkers {
+  // The runtime's own when OpenMP's sleep between parallel regions (OMP_WAIT_POLICY=PASSIVE or
+  // GOMP_SPINCOUNT=0), where waking them for each node costs more than small nodes take;
+  // OpenMP's otherwise, whose spinning threads join a region in about 2 us and would compete
+  // with a second set of spinning threads for the cores.
+  kAuto,
+  kOpenMp, // OpenMP's (ATen's and oneDNN's), whatever the wait policy
+  kOwn,    // the runtime's own (ops/core/worker_pool.h), whatever the wait policy
+};
+
 struct RuntimeOptions {
   // Intra-op threads (ATen parallel loops, oneDNN, OpenBLAS) while this runtime runs, set on the
   // calling thread for the duration of the run and restored after. 0 keeps the caller's setting.
   int intra_op_threads = 0;
+
+  // Whose threads carry those intra-op threads in the kernels that split work themselves
+  // (convolutions, pooling); libraries' own splits (oneDNN's GEMMs) stay on OpenMP's.
+  IntraOpWorkers workers = IntraOpWorkers::kAuto;
 
   // Profiler events. When true (the default) and a profiler (torch.profiler, the autograd
   // profiler, or any at::RecordFunction observer of the STATIC_RUNTIME_OP / _MODEL scopes) is
@@ -23,7 +38,8 @@ struct RuntimeOptions {
   void validate() const;
 
   bool operator==(const RuntimeOptions& other) const {
-    return intra_op_threads == other.intra_op_threads && profiling == other.profiling;
+    return intra_op_threads == other.intra_op_threads && workers == other.workers &&
+           profiling == other.profiling;
   }
   bool operator!=(const RuntimeOptions& other) const { return !(*this == other); }
 };

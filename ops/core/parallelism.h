@@ -11,6 +11,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "ops/core/worker_pool.h"
+
 namespace srt::ops {
 
 // Rough single-core costs, in nanoseconds, of the work kernels describe themselves by.
@@ -28,6 +30,17 @@ bool worthSplitting(double single_thread_ns);
 // OMP_WAIT_POLICY / GOMP_SPINCOUNT once; never changed).
 double parallelRegionCost();
 
+// Whether OpenMP's threads sleep as soon as a parallel region ends (same source).
+bool openMpThreadsSleep();
+
+// Whether work taking about `single_thread_ns` on one core is worth splitting over `workers`
+// (ops/core/worker_pool.h), which are awake during a run.
+bool worthSplittingOver(const WorkerPool& workers, double single_thread_ns);
+
+// threadsFor over the runtime's own `workers` where it has them (ProcessedNode::workers), else
+// over OpenMP's.
+int threadsFor(const WorkerPool* workers, double single_thread_ns);
+
 // body(begin, end) over [0, n): split over the intra-op threads in tasks of at least `grain`
 // when the whole takes long enough (`single_thread_ns`) for splitting to pay, else one call.
 template <typename Body>
@@ -39,6 +52,24 @@ void splitIfWorthIt(int64_t n, int64_t grain, double single_thread_ns, const Bod
     body(int64_t{0}, n);
   } else {
     at::parallel_for(0, n, grain, body);
+  }
+}
+
+// body(part, begin, end) for each of `parts` contiguous ranges [begin, end) of [0, n), on the
+// runtime's own `workers` where it has them, else on OpenMP's threads.
+template <typename Body>
+void forEachPart(WorkerPool* workers, int64_t n, int64_t parts, const Body& body) {
+  const auto run_part = [&](int64_t k) { body(k, n * k / parts, n * (k + 1) / parts); };
+  if (parts <= 1) {
+    body(int64_t{0}, int64_t{0}, n);
+  } else if (workers != nullptr) {
+    workers->run(parts, run_part);
+  } else {
+    at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        run_part(k);
+      }
+    });
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "ops/core/kernel.h"
 #include "ops/core/scratch.h"
+#include "ops/core/worker_pool.h"
 
 namespace torch::jit {
 class Node;
@@ -56,12 +57,13 @@ public:
 };
 
 // One node of one runtime. Cheap to construct; holds no copies of values, only the addresses of
-// the runtime's value table and fallback scratch memory, which must outlive it (and of a planned
-// scratch block, which the runtime keeps valid between runs or clears).
+// the runtime's value table, fallback scratch memory and worker threads, which must outlive it
+// (and of a planned scratch block, which the runtime keeps valid between runs or clears).
 class ProcessedNode {
 public:
-  ProcessedNode(const StaticNodeInfo& info, c10::IValue* values, Scratch* scratch)
-      : info_(&info), values_(values), scratch_(scratch) {}
+  ProcessedNode(const StaticNodeInfo& info, c10::IValue* values, Scratch* scratch,
+                WorkerPool* workers = nullptr)
+      : info_(&info), values_(values), scratch_(scratch), workers_(workers) {}
 
   size_t numInputs() const { return info_->inputs.size(); }
   size_t numOutputs() const { return info_->num_outputs; }
@@ -101,6 +103,13 @@ public:
     planned_scratch_bytes_ = data == nullptr ? 0 : bytes;
   }
 
+  // The runtime's own worker threads when it runs with more than one and splits work over them
+  // rather than over OpenMP's (ops/core/worker_pool.h), else nullptr: kernels that split their
+  // work themselves then use at::parallel_for, or their library's threads.
+  WorkerPool* workers() const {
+    return workers_ != nullptr && workers_->threads() > 1 ? workers_ : nullptr;
+  }
+
   size_t numSubBlocks() const { return sub_blocks_.size(); }
   SubBlock& subBlock(size_t i) { return *sub_blocks_[i]; }
   void setSubBlocks(std::vector<std::unique_ptr<SubBlock>> blocks) {
@@ -111,6 +120,7 @@ private:
   const StaticNodeInfo* info_;
   c10::IValue* values_;
   Scratch* scratch_;
+  WorkerPool* workers_;
   void* planned_scratch_ = nullptr;
   size_t planned_scratch_bytes_ = 0;
   size_t scratch_requested_ = 0;

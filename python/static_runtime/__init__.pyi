@@ -149,7 +149,12 @@ class RuntimePool:
     """A bounded pool of runtimes of one StaticModule; calls block while all are busy."""
 
     def __init__(
-        self, module: StaticModule, num_runtimes: int, intra_op_threads: int = 0, profiling: bool = True
+        self,
+        module: StaticModule,
+        num_runtimes: int,
+        intra_op_threads: int = 0,
+        profiling: bool = True,
+        workers: str = "auto",
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def run(
@@ -164,3 +169,5 @@ class RuntimePool:
     def num_created(self) -> int: ...
     intra_op_threads: int
     profiling: bool
+    @property
+    def workers(self) -> str: ...
