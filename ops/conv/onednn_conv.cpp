@@ -13,23 +13,25 @@
 
 #include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
+#include "ops/core/parallelism.h"
 #include "ops/core/processed_node.h"
 #include "ops/elementwise/fast_path.h"
 #include "ops/gemm/threads.h"
 
 namespace srt::ops {
 
-// What a primitive was built for: the input's batch, spatial sizes and layout, and the thread
-// count.
+// What a primitive was built for: the input's batch, spatial sizes and layout, the OpenMP thread
+// count, and how many pieces the runtime's own workers run (0: one primitive for the whole).
 struct ConvKey {
   int64_t batch = -1;
   int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
   bool channels_last = false;
   int threads = 0;
+  int pieces = 0;
 
   bool operator==(const ConvKey& o) const {
     return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
-           channels_last == o.channels_last && threads == o.threads;
+           channels_last == o.channels_last && threads == o.threads && pieces == o.pieces;
   }
 };
 
@@ -212,13 +214,17 @@ std::vector<Eltwise> eltwisesFor(vec::UnaryOp op, vec::Params params) {
   }
 }
 
+struct ConvPiece;
+
 // One node's primitive in one runtime, for the last input shape. The activations are in the
 // caller's layout (contiguous or channels last); where the primitive wants a blocked one, the input
-// is reordered into scratch before and the result out of it after.
+// is reordered into scratch before and the result out of it after. Split over the runtime's own
+// workers, the node runs pieces instead, each a primitive of its own.
 struct OneDnnConvState final : NodeState {
   ConvKey key;
   bool built = false;
   bool supported = false;
+  std::vector<ConvPiece> pieces;
   dnnl::primitive primitive; // a convolution_forward or deconvolution_forward
   memory src_user, src, weights, bias, dst, dst_user, scratchpad;
   dnnl::reorder src_reorder, dst_reorder, residual_reorder;
@@ -229,6 +235,14 @@ struct OneDnnConvState final : NodeState {
   size_t scratchpad_bytes = 0;
   at::Tensor own_weight; // a trial's weight in its primitive's layout (build, WeightCopy::kOwn)
   dnnl::stream stream;
+};
+
+// A slab of a convolution's output (a range of images, or of rows where there is one image) with
+// the primitive that computes it from the slab of input it reads. In channels-last tensors both
+// slabs are contiguous: the piece runs on the tensors' addresses plus these byte offsets.
+struct ConvPiece {
+  OneDnnConvState state;
+  size_t src_offset = 0, dst_offset = 0, scratch_offset = 0;
 };
 
 void reorder(const memory& from, const memory& to) {
@@ -256,19 +270,32 @@ dnnl::primitive_attr attributes(const ConvEpilogue& epilogue) {
   return attr;
 }
 
-// The primitive for these memory descriptors (any of them may be format any) computing by
-// `algorithm` (transposed convolutions: direct); throws dnnl::error when oneDNN has none.
-dnnl::primitive_desc primitiveDesc(const OneDnnConvWeight& w, const memory::desc& src,
-                                   const memory::desc& weights, const memory::desc& dst,
-                                   const dnnl::primitive_attr& attr, ConvAlgorithm algorithm) {
-  const ConvArguments& a = w.arguments;
-  const Dims strides = spatial(a.stride, a.spatial_dims);
-  const Dims padding_l = spatial(a.padding, a.spatial_dims);
-  Dims padding_r = padding_l;
+// Zeros a convolution reads beyond each side of its input, per spatial dim.
+struct Padding {
+  Dims left, right;
+};
+
+Padding padding(const ConvArguments& a) {
+  Padding padding{spatial(a.padding, a.spatial_dims), spatial(a.padding, a.spatial_dims)};
   for (int i = 0; i < a.spatial_dims; ++i) {
     // What makes the output output_padding larger, as ATen's oneDNN path does (may go negative).
-    padding_r[i] -= a.transposed ? a.output_padding[i] : 0;
+    padding.right[i] -= a.transposed ? a.output_padding[i] : 0;
   }
+  return padding;
+}
+
+// The primitive for these memory descriptors (any of them may be format any) computing by
+// `algorithm` (transposed convolutions: direct) with `pad` (a piece's; default: the weight's
+// arguments'); throws dnnl::error when oneDNN has none.
+dnnl::primitive_desc primitiveDesc(const OneDnnConvWeight& w, const memory::desc& src,
+                                   const memory::desc& weights, const memory::desc& dst,
+                                   const dnnl::primitive_attr& attr, ConvAlgorithm algorithm,
+                                   const Padding* pad = nullptr) {
+  const ConvArguments& a = w.arguments;
+  const Dims strides = spatial(a.stride, a.spatial_dims);
+  const Padding whole = pad == nullptr ? padding(a) : Padding{};
+  const Dims& padding_l = pad == nullptr ? whole.left : pad->left;
+  const Dims& padding_r = pad == nullptr ? whole.right : pad->right;
   const memory::desc bias = w.bias.defined()
                                 ? memory::desc({w.out_channels}, kF32, memory::format_tag::x)
                                 : memory::desc();
@@ -469,22 +496,35 @@ memory::format_tag blockedTag(int spatial_dims) {
 // a copy shared by every runtime (weightIn), or, for a trial that may not be kept, the state's own.
 enum class WeightCopy { kShared, kOwn };
 
-// Builds `state` for `key` with activations in `layout`; state.supported says whether oneDNN
-// had a primitive (and reorders) for it.
-void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
-           const ConvEpilogue& epilogue, ActivationLayout layout,
-           WeightCopy copy = WeightCopy::kShared) {
-  state.key = key;
-  state.built = true;
-  state.supported = false;
+// What one primitive computes: its input's and output's dims, whether the caller's tensors are
+// channels last, and its padding.
+struct ConvShape {
+  Dims src, dst;
+  bool channels_last = false;
+  Padding pad;
+};
+
+// The whole convolution of an input of `key`.
+ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
   const int spatial_dims = w.arguments.spatial_dims;
   int64_t out_sizes[kMaxConvSpatialDims] = {};
   for (int i = 0; i < spatial_dims; ++i) {
     out_sizes[i] = outputSize(key.size[i], w.kernel[i], w.arguments, i);
   }
-  const Dims src_dims = activationDims(key.batch, w.in_channels, key.size, spatial_dims);
-  const Dims dst_dims = activationDims(key.batch, w.out_channels, out_sizes, spatial_dims);
-  const auto user_tag = activationTag(spatial_dims, key.channels_last);
+  return {activationDims(key.batch, w.in_channels, key.size, spatial_dims),
+          activationDims(key.batch, w.out_channels, out_sizes, spatial_dims), key.channels_last,
+          padding(w.arguments)};
+}
+
+// Builds `state` for `shape` with activations in `layout`; state.supported says whether oneDNN
+// had a primitive (and reorders) for it.
+void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeight& w,
+           const ConvEpilogue& epilogue, ActivationLayout layout, WeightCopy copy) {
+  state.supported = false;
+  const int spatial_dims = w.arguments.spatial_dims;
+  const Dims& src_dims = shape.src;
+  const Dims& dst_dims = shape.dst;
+  const auto user_tag = activationTag(spatial_dims, shape.channels_last);
   const memory::desc src_user(src_dims, kF32, user_tag);
   const memory::desc dst_user(dst_dims, kF32, user_tag);
   const auto activation_tag = layout == ActivationLayout::kChannelBlocked ? blockedTag(spatial_dims)
@@ -500,12 +540,15 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
     // (another for larger batches), each with its own weight layout, and letting it choose
     // would repack the weight for every shape. Where no implementation reads that layout
     // (or with direct weights), direct, in the layout it prefers.
-    pd = w.algorithm == ConvAlgorithm::kWinograd
-             ? primitiveDesc(w, any_src, w.desc, any_dst, attr, ConvAlgorithm::kWinograd)
-             : primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect);
+    pd =
+        w.algorithm == ConvAlgorithm::kWinograd
+            ? primitiveDesc(w, any_src, w.desc, any_dst, attr, ConvAlgorithm::kWinograd, &shape.pad)
+            : primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
+                            &shape.pad);
   } catch (const dnnl::error&) {
     try {
-      pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect);
+      pd =
+          primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect, &shape.pad);
     } catch (const dnnl::error&) {
       return; // no implementation for these arguments: the fallback runs the node
     }
@@ -573,6 +616,16 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   state.scratch_bytes = offset;
   state.stream = dnnl::stream(engine);
   state.supported = true;
+}
+
+// Builds `state` for the whole convolution of `key`, in one primitive.
+void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
+           const ConvEpilogue& epilogue, ActivationLayout layout,
+           WeightCopy copy = WeightCopy::kShared) {
+  state.key = key;
+  state.built = true;
+  state.pieces.clear();
+  build(state, wholeShape(w, key), w, epilogue, layout, copy);
 }
 
 void execute(dnnl::stream& stream, const dnnl::primitive& primitive,
@@ -708,6 +761,118 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
   return layout;
 }
 
+// The dim (0: batch, 2 + i: spatial i) along which a convolution of `whole` splits into `pieces`
+// slabs contiguous in channels-last tensors: the batch where it has that many images, else the
+// first spatial dim with that many output rows and no dim before it longer than one; -1: none.
+int splitDim(const ConvShape& whole, int pieces) {
+  if (whole.dst[0] >= pieces) {
+    return 0;
+  }
+  if (whole.dst[0] != 1) {
+    return -1;
+  }
+  for (size_t d = 2; d < whole.dst.size(); ++d) {
+    if (whole.dst[d] >= pieces) {
+      return static_cast<int>(d);
+    }
+    if (whole.dst[d] != 1 || whole.src[d] != 1) {
+      return -1;
+    }
+  }
+  return -1;
+}
+
+// Bytes from one index of `dim` to the next in a channels-last float32 tensor of `dims`.
+size_t channelsLastStride(const Dims& dims, int dim) {
+  int64_t elements = dims[1];
+  for (auto d = static_cast<size_t>(std::max(dim + 1, 2)); d < dims.size(); ++d) {
+    elements *= dims[d];
+  }
+  return static_cast<size_t>(elements) * sizeof(float);
+}
+
+// How many pieces the runtime's own workers run a convolution of `key` in: one per thread where
+// its activations are channels-last float32 ones (so that slabs are contiguous), it is large enough
+// to pay for handing out the pieces, and it has a dim to split; else 0 (one primitive, on OpenMP's
+// threads).
+int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_adds,
+              const WorkerPool& workers) {
+  // Winograd's weight layout is chosen for the whole image: pieces would repack it for the
+  // direct algorithm, slower than Winograd on two threads of OpenMP's.
+  if (w.algorithm != ConvAlgorithm::kDirect || w.arguments.transposed || !key.channels_last ||
+      w.multiply != kF32 ||
+      !worthSplittingOver(workers,
+                          static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
+    return 0;
+  }
+  return splitDim(wholeShape(w, key), workers.threads()) >= 0 ? workers.threads() : 0;
+}
+
+// Builds `state` for `key` as key.pieces pieces (piecesFor): slabs of the output along
+// splitDim, each read from the input rows its windows cover, the padding of the whole where the
+// slab meets the input's border and none elsewhere. A piece whose primitive wants another layout
+// (a stem's three channels) reorders its own slabs, in its own scratch. state.supported is false
+// (and there are no pieces) where oneDNN has no primitive for a piece.
+void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
+                 const ConvEpilogue& epilogue) {
+  state.key = key;
+  state.built = true;
+  state.supported = false;
+  state.pieces.clear();
+  const ConvShape whole = wholeShape(w, key);
+  const int dim = splitDim(whole, key.pieces);
+  const size_t src_stride = channelsLastStride(whole.src, dim);
+  const size_t dst_stride = channelsLastStride(whole.dst, dim);
+  const ConvArguments& a = w.arguments;
+  size_t scratch = 0;
+  for (int k = 0; k < key.pieces; ++k) {
+    const int64_t out_begin = whole.dst[dim] * k / key.pieces;
+    const int64_t out_end = whole.dst[dim] * (k + 1) / key.pieces;
+    ConvShape shape = whole;
+    int64_t in_begin = out_begin;
+    int64_t in_end = out_end;
+    if (dim >= 2) {
+      const int i = dim - 2;
+      const int64_t first = out_begin * a.stride[i] - whole.pad.left[i];
+      const int64_t last = (out_end - 1) * a.stride[i] - whole.pad.left[i] +
+                           (w.kernel[i] - 1) * a.dilation[i]; // inclusive
+      in_begin = std::max<int64_t>(first, 0);
+      in_end = std::min<int64_t>(last + 1, whole.src[dim]);
+      if (in_end <= in_begin) {
+        state.pieces.clear();
+        return; // a slab of padding only
+      }
+      shape.pad.left[i] = in_begin - first;
+      shape.pad.right[i] = last + 1 - in_end;
+    }
+    shape.src[dim] = in_end - in_begin;
+    shape.dst[dim] = out_end - out_begin;
+    ConvPiece& piece = state.pieces.emplace_back();
+    build(piece.state, shape, w, epilogue, ActivationLayout::kLibraryChoice, WeightCopy::kShared);
+    if (!piece.state.supported) {
+      state.pieces.clear();
+      return;
+    }
+    piece.src_offset = static_cast<size_t>(in_begin) * src_stride;
+    piece.dst_offset = static_cast<size_t>(out_begin) * dst_stride;
+    piece.scratch_offset = scratch;
+    scratch += alignScratchOffset(piece.state.scratch_bytes);
+  }
+  state.scratch_bytes = scratch;
+  state.supported = true;
+}
+
+// run() of every piece of `state`, spread over `workers`.
+void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
+               const char* residual, char* scratch, WorkerPool& workers) {
+  workers.run(static_cast<int64_t>(state.pieces.size()), [&](int64_t k) {
+    ConvPiece& piece = state.pieces[k];
+    run(piece.state, w, x + piece.src_offset, out + piece.dst_offset,
+        residual != nullptr ? residual + piece.dst_offset : nullptr,
+        scratch + piece.scratch_offset);
+  });
+}
+
 class OneDnnConv {
 public:
   OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
@@ -755,11 +920,22 @@ public:
       fallback_(p);
       return;
     }
-    const OneDnnThreads threads(multiply_adds);
+    WorkerPool* workers = p.workers();
+    key.pieces = workers != nullptr ? piecesFor(w, key, multiply_adds, *workers) : 0;
+    // Pieces run their primitives on one OpenMP thread each: the workers are the parallelism.
+    const OneDnnThreads threads(multiply_adds, key.pieces > 0 ? 1 : at::get_num_threads());
     key.threads = threads.count();
     auto& state = p.state<OneDnnConvState>();
     if (!state.built || !(state.key == key)) {
-      build(state, key, w, epilogue_, chooseLayout(w, key, epilogue_));
+      state.supported = false;
+      if (key.pieces > 0) {
+        buildPieces(state, key, w, epilogue_);
+      }
+      if (!state.supported) {
+        // One primitive (on one thread, where pieces were wanted but oneDNN would not read the
+        // slabs in place: rare, and still right).
+        build(state, key, w, epilogue_, chooseLayout(w, key, epilogue_));
+      }
     }
     if (!state.supported) {
       fallback_(p);
@@ -769,7 +945,13 @@ public:
                                         : contiguousOutput(p, 0, out_sizes, x.options());
     char* scratch =
         static_cast<char*>(state.scratch_bytes > 0 ? p.scratch(state.scratch_bytes) : nullptr);
-    run(state, w, x.data_ptr(), out.data_ptr(), residual ? residual->data_ptr() : nullptr, scratch);
+    const void* residual_data = residual != nullptr ? residual->data_ptr() : nullptr;
+    if (state.pieces.empty()) {
+      run(state, w, x.data_ptr(), out.data_ptr(), residual_data, scratch);
+    } else {
+      runPieces(state, w, static_cast<char*>(x.data_ptr()), static_cast<char*>(out.data_ptr()),
+                static_cast<const char*>(residual_data), scratch, *workers);
+    }
   }
 
 private:

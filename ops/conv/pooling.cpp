@@ -326,25 +326,17 @@ bool globalAvgPoolChannelsLastFloat(ProcessedNode& p, const at::Tensor& self,
   float* o = floatData(out);
   // Each thread sums a range of pixels: after a convolution split over the threads, each one's
   // part of the image is in its own core's cache.
+  WorkerPool* workers = p.workers();
   const int64_t parts = std::min<int64_t>(
-      pixels, threadsFor(static_cast<double>(pixels * channels) * kNanosecondsPerElement));
+      pixels, threadsFor(workers, static_cast<double>(pixels * channels) * kNanosecondsPerElement));
   float* sums =
       static_cast<float*>(p.scratch(static_cast<size_t>(parts * channels) * sizeof(float)));
   for (int64_t n = 0; n < batch; ++n) {
     const float* image = in + n * pixels * channels;
     std::fill_n(sums, parts * channels, 0.f);
-    const auto sum_parts = [&](int64_t begin, int64_t end) {
-      for (int64_t part = begin; part < end; ++part) {
-        const int64_t first = pixels * part / parts;
-        const int64_t last = pixels * (part + 1) / parts;
-        vec::sumRows(image + first * channels, last - first, channels, sums + part * channels);
-      }
-    };
-    if (parts > 1) {
-      at::parallel_for(0, parts, 1, sum_parts);
-    } else {
-      sum_parts(0, 1);
-    }
+    forEachPart(workers, pixels, parts, [&](int64_t part, int64_t first, int64_t last) {
+      vec::sumRows(image + first * channels, last - first, channels, sums + part * channels);
+    });
     for (int64_t c = 0; c < channels; ++c) {
       float total = sums[c];
       for (int64_t part = 1; part < parts; ++part) {

@@ -1,5 +1,7 @@
 #include "ops/gemm/threads.h"
 
+#include <algorithm>
+
 #include <ATen/Parallel.h>
 #include <cblas.h>
 #include <omp.h>
@@ -13,9 +15,10 @@ namespace srt::ops {
 // thread. That value is a per-thread ICV, so setting it changes nothing for runtimes on other
 // threads; ATen's OpenMP backend keeps at::get_num_threads() in the same ICV, which is why the
 // caller's value is put back afterwards.
-OneDnnThreads::OneDnnThreads(int64_t multiply_adds)
+OneDnnThreads::OneDnnThreads(int64_t multiply_adds, int most)
     : caller_(at::get_num_threads()),
-      count_(threadsFor(static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
+      count_(std::min(
+          most, threadsFor(static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd))) {
   if (omp_get_max_threads() != count_) {
     omp_set_num_threads(count_);
   }

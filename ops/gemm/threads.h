@@ -1,6 +1,7 @@
 // Makes oneDNN and OpenBLAS use the caller's at::get_num_threads() for the next GEMM call.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 namespace srt::ops {
@@ -11,10 +12,12 @@ namespace srt::ops {
 // waking threads costs more than it saves and, on a busy machine, a parallel region can wait a
 // whole time slice for a thread.
 // Set for the scope's lifetime, which must cover the primitive's creation and execution, and
-// restored after: ATen keeps its own thread count in the same per-thread setting.
+// restored after: ATen keeps its own thread count in the same per-thread setting. `most` caps it
+// (1 for a piece of work the caller splits over threads of its own).
 class OneDnnThreads {
 public:
-  explicit OneDnnThreads(int64_t multiply_adds);
+  explicit OneDnnThreads(int64_t multiply_adds) : OneDnnThreads(multiply_adds, INT_MAX) {}
+  OneDnnThreads(int64_t multiply_adds, int most);
   ~OneDnnThreads();
   OneDnnThreads(const OneDnnThreads&) = delete;
   OneDnnThreads& operator=(const OneDnnThreads&) = delete;

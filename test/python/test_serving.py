@@ -84,6 +84,40 @@ def test_runtime_pool_serves_threads_and_blocks_at_its_size():
         pool.intra_op_threads = -1
 
 
+def test_runtime_pool_own_workers_split_convolutions_and_match_eager():
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 3, padding=1, groups=32), torch.nn.Hardswish(),
+        torch.nn.Conv2d(32, 64, 1), torch.nn.AdaptiveAvgPool2d(1)).eval()
+    module = static_runtime.StaticModule(torch.jit.script(eager))
+    pool = static_runtime.RuntimePool(module, num_runtimes=2, intra_op_threads=2, workers="own")
+    assert pool.workers == "own"
+    inputs = [torch.randn(1, 3, 64, 48), torch.randn(3, 3, 33, 35)]
+    with torch.no_grad():
+        expected = [eager(x) for x in inputs]
+    failures = []
+
+    def client(offset):
+        for i in range(20):
+            k = (offset + i) % len(inputs)
+            if not torch.allclose(pool(inputs[k]), expected[k], atol=1e-4, rtol=1e-4):
+                failures.append(k)
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    pool.intra_op_threads = 1  # keeps the workers setting
+    assert pool.workers == "own"
+    torch.testing.assert_close(pool(inputs[0]), expected[0], atol=1e-4, rtol=1e-4)
+    assert static_runtime.RuntimePool(module, 1).workers == "auto"
+    with pytest.raises(RuntimeError, match='workers must be "auto", "openmp" or "own", got "omp"'):
+        static_runtime.RuntimePool(module, 1, workers="omp")
+
+
 def test_disabled_passes_option_and_pass_reports():
     names = static_runtime.pass_names()
     assert "dead_code" in names

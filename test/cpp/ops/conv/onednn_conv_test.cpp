@@ -103,6 +103,53 @@ def forward(self, x):
                               at::conv2d(x, module.attr("weight").toTensor()), 1e-4, 1e-4));
 }
 
+// Convolutions split into pieces over the runtime's own workers (RuntimeOptions::workers, on by
+// default under OMP_WAIT_POLICY=PASSIVE; forced here): slabs of images (batch 2), of rows (one
+// image), of columns (one row), each piece with the padding of the whole where it meets the
+// border; strided, dilated, depthwise, with bias, activation and fused residual. Each shape
+// twice, then the first again, against the JIT; a contiguous input (no pieces) too.
+TEST(Conv2dOneDnn, PiecesOverOwnWorkersMatchJit) {
+  constexpr int64_t kWide = 64;
+  torch::jit::Module module = convModule({{"dense", torch::randn({kWide, kWide, 3, 3}) * 0.05},
+                                          {"depthwise", torch::randn({kWide, 1, 5, 5}) * 0.2},
+                                          {"pointwise", torch::randn({kWide, kWide, 1, 1}) * 0.1},
+                                          {"bias", torch::randn({kWide})}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.dense, self.bias, 1, 1))
+    strided = torch.conv2d(a, self.dense, None, 2, 1)
+    dilated = torch.conv2d(a, self.dense, self.bias, 1, 2, 2)
+    depthwise = torch.conv2d(a, self.depthwise, None, 2, 2, 1, 64)
+    residual = torch.relu(torch.conv2d(a, self.pointwise, None) + x)
+    return strided, dilated, depthwise, residual
+)JIT");
+  const auto channelsLast = [](at::Tensor t) {
+    return t.contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  const std::vector<at::Tensor> inputs = {
+      channelsLast(torch::randn({1, kWide, 29, 31})), channelsLast(torch::randn({2, kWide, 14, 9})),
+      channelsLast(torch::randn({1, kWide, 1, 67})), torch::randn({1, kWide, 17, 17})};
+  StaticModule prepared(module);
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  StaticRuntime runtime(prepared, options);
+  std::vector<at::Tensor> order = inputs;
+  order.insert(order.end(), inputs.begin(), inputs.end());
+  order.push_back(inputs[0]);
+  for (const at::Tensor& x : order) {
+    const auto expected = module.forward({x}).toTuple()->elements();
+    const auto actual = runtime({x}).toTuple()->elements();
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(actual[i].toTensor(), expected[i].toTensor(), 1e-4, 1e-4))
+          << "output " << i << " for input " << x.sizes();
+    }
+  }
+  const auto kinds = kernelKinds(prepared);
+  EXPECT_EQ(kinds.count("aten::conv2d"), 0u);
+}
+
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
 // (1, 2, 2), 3x3x3 blocks, the strided 1x1x1 downsample; odd sizes, grouped, dilated, no bias.
 // wav2vec2's feature extractor in small: strided 1-D convolutions of its 512 channels over a
