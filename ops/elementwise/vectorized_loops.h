@@ -101,7 +101,9 @@ float dot(const float* x, const float* y, int64_t n);
 // y = bias + x @ w for one row x of k floats: w is [k, ld] row-major with its first n columns
 // the matrix and the rest zero, ld a multiple of kRowTimesMatrixAlignment (so every capability
 // reads whole vectors); bias is n floats or nullptr. Sums in k order per column. For the small
-// single-row products where a library call's fixed cost is most of the time.
+// single-row products where a library call's fixed cost is most of the time. w (with bias and y)
+// may start at a column that is a multiple of kRowTimesMatrixAlignment: a slice of the columns,
+// what threads split the product into.
 constexpr int64_t kRowTimesMatrixAlignment = 16;
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n);

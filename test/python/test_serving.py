@@ -84,12 +84,14 @@ def test_runtime_pool_serves_threads_and_blocks_at_its_size():
         pool.intra_op_threads = -1
 
 
-def test_runtime_pool_own_workers_split_convolutions_and_match_eager():
+def test_runtime_pool_own_workers_split_kernels_and_match_eager():
+    # Convolutions in pieces, pooling and the classifier's single-row product in slices.
     torch.manual_seed(0)
     eager = torch.nn.Sequential(
         torch.nn.Conv2d(3, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
         torch.nn.Conv2d(32, 32, 3, padding=1, groups=32), torch.nn.Hardswish(),
-        torch.nn.Conv2d(32, 64, 1), torch.nn.AdaptiveAvgPool2d(1)).eval()
+        torch.nn.Conv2d(32, 64, 1), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(64, 1000)).eval()
     module = static_runtime.StaticModule(torch.jit.script(eager))
     pool = static_runtime.RuntimePool(module, num_runtimes=2, intra_op_threads=2, workers="own")
     assert pool.workers == "own"

@@ -137,9 +137,11 @@ void rowTimesColumns(const float* x, const float* w, int64_t ld, const float* bi
 void rowTimesMatrixLoop(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                         int64_t k, int64_t n) {
   constexpr int64_t kWidth = Vec::size();
+  // Whole vectors up to n rounded up to the width stay inside the row: its columns are zero up to
+  // ld, a multiple of every capability's width (and a slice starts at such a multiple).
+  const int64_t readable = (n + kWidth - 1) / kWidth * kWidth;
   for (int64_t j = 0; j < n; j += 4 * kWidth) {
-    // ld is a multiple of every capability's width, so whole vectors stay inside the row.
-    switch (std::min<int64_t>(4, (ld - j) / kWidth)) {
+    switch (std::min<int64_t>(4, (readable - j) / kWidth)) {
     case 4:
       rowTimesColumns<4>(x, w, ld, bias, y, k, n, j);
       break;

@@ -181,6 +181,31 @@ TEST(RowKernels, RowTimesMatrixMatchesAten) {
   }
 }
 
+// What threads split a single-row product into: column slices starting at multiples of the
+// alignment, each computing exactly its columns of the whole.
+TEST(RowKernels, RowTimesMatrixColumnSlicesAreTheWhole) {
+  constexpr int64_t k = 37;
+  constexpr int64_t n = 1000;
+  constexpr int64_t ld = 1008;
+  const at::Tensor x = torch::randn({k});
+  const at::Tensor bias = torch::randn({n});
+  at::Tensor padded = torch::zeros({k, ld});
+  padded.narrow(1, 0, n).copy_(torch::randn({k, n}));
+  const float* w = padded.data_ptr<float>();
+  at::Tensor whole = torch::full({n + 1}, 7.f);
+  ops::vec::rowTimesMatrix(x.data_ptr<float>(), w, ld, bias.data_ptr<float>(),
+                           whole.data_ptr<float>(), k, n);
+  at::Tensor sliced = torch::full({n + 1}, 7.f);
+  const std::vector<int64_t> bounds{0, 112, 512, 992, n};
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    const int64_t begin = bounds[i];
+    ops::vec::rowTimesMatrix(x.data_ptr<float>(), w + begin, ld, bias.data_ptr<float>() + begin,
+                             sliced.data_ptr<float>() + begin, k, bounds[i + 1] - begin);
+  }
+  EXPECT_TRUE(torch::equal(sliced, whole));
+  EXPECT_EQ(sliced[n].item<float>(), 7.f);
+}
+
 TEST(RowKernels, LayerNormRowsMatchesAten) {
   for (const int64_t n : {1, 7, 16, 64, 300}) {
     SCOPED_TRACE(n);
