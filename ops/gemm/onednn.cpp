@@ -1,7 +1,11 @@
 #include "ops/gemm/onednn.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <ATen/Functions.h>
 #include <ATen/ops/resize_native.h>
@@ -163,18 +167,20 @@ Eltwise eltwiseFor(Activation activation) {
   return {dnnl::algorithm::eltwise_linear, 1.f}; // the identity
 }
 
-// What a primitive was built for.
+// What a primitive was built for: M, the OpenMP thread count, and how many column pieces the
+// runtime's own workers run (0: one primitive for the whole).
 struct PrimitiveKey {
   int64_t m = -1;
   int threads = 0;
+  int pieces = 0;
   double alpha = 1.0;
   double beta = 0.0;
   AddendMode addend = AddendMode::kNone;
   PostOps epilogue;
 
   bool operator==(const PrimitiveKey& o) const {
-    return m == o.m && threads == o.threads && alpha == o.alpha && beta == o.beta &&
-           addend == o.addend && epilogue == o.epilogue;
+    return m == o.m && threads == o.threads && pieces == o.pieces && alpha == o.alpha &&
+           beta == o.beta && addend == o.addend && epilogue == o.epilogue;
   }
 };
 
@@ -193,17 +199,66 @@ struct OneDnnGemmState final : NodeState {
   size_t scratchpad_offset = 0, scratchpad_bytes = 0, scratch_bytes = 0;
   memory src_user, src, weights, bias, dst, scratchpad;
   dnnl::stream stream;
+  // Split over the runtime's own workers: one state per slice of the output's columns, each
+  // from `first_column`, its scratch at `scratch_offset` of the node's.
+  std::vector<OneDnnGemmState> pieces;
+  int64_t first_column = 0;
+  size_t scratch_offset = 0;
 };
 
-void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
+// Where a packed weight keeps whole blocks of its columns contiguous (blocked with N outermost,
+// as brgemm's BA16a64b): the block width, and the elements from one block of columns to the next.
+struct ColumnBlocks {
+  int64_t width = 0;
+  int64_t stride = 0;
+};
+
+std::optional<ColumnBlocks> columnBlocks(const memory::desc& desc) {
+  const dnnl_memory_desc_t& md = desc.data;
+  if (md.ndims != 2 || md.format_kind != dnnl_blocked || md.offset0 != 0) {
+    return std::nullopt;
+  }
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  int64_t width = 1;
+  for (int i = 0; i < blocking.inner_nblks; ++i) {
+    if (blocking.inner_idxs[i] == 1) {
+      width *= blocking.inner_blks[i];
+    }
+  }
+  // N outermost: a block of columns spans every (padded) row.
+  if (blocking.strides[1] != md.padded_dims[0] * width || md.padded_dims[1] % width != 0) {
+    return std::nullopt;
+  }
+  return ColumnBlocks{width, blocking.strides[1]};
+}
+
+// Columns [first, first + count) of a packed weight (`first` a multiple of the block width): the
+// same layout with fewer columns, to be read from the weight's data plus columnOffsetBytes.
+memory::desc columnSlice(const memory::desc& desc, const ColumnBlocks& blocks, int64_t count) {
+  dnnl_memory_desc_t md = desc.data;
+  md.dims[1] = count;
+  md.padded_dims[1] = (count + blocks.width - 1) / blocks.width * blocks.width;
+  return memory::desc(md);
+}
+
+size_t columnOffsetBytes(const memory::desc& desc, const ColumnBlocks& blocks, int64_t first) {
+  return static_cast<size_t>(first / blocks.width * blocks.stride) *
+         memory::data_type_size(desc.data_type());
+}
+
+// Builds `state` for the product of [key.m, k] rows with `weight_desc` ([k, n] at `weight_data`)
+// into rows of `out_stride` floats.
+void build(OneDnnGemmState& state, const PrimitiveKey& key, int64_t k, int64_t n,
+           const memory::desc& weight_desc, void* weight_data, int64_t out_stride) {
   state.key = key;
   state.built = true;
   state.supported = false;
+  state.pieces.clear();
   const auto f32 = memory::data_type::f32;
-  const memory::desc src_user({key.m, weight.k}, f32, memory::format_tag::ab);
-  const memory::desc src({key.m, weight.k}, weight.desc.data_type(), memory::format_tag::ab);
-  const memory::desc dst({key.m, weight.n}, f32, memory::format_tag::ab);
-  const memory::desc bias({1, weight.n}, f32, memory::format_tag::ab);
+  const memory::desc src_user({key.m, k}, f32, memory::format_tag::ab);
+  const memory::desc src({key.m, k}, weight_desc.data_type(), memory::format_tag::ab);
+  const memory::desc dst({key.m, n}, f32, Dims{out_stride, 1});
+  const memory::desc bias({1, n}, f32, memory::format_tag::ab);
 
   dnnl::primitive_attr attr;
   // The scratchpad comes from the runtime's scratch memory, not from a oneDNN allocation per call.
@@ -232,8 +287,8 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
   }
   try {
     const auto desc = key.addend == AddendMode::kBias
-                          ? dnnl::matmul::desc(src, weight.desc, bias, dst)
-                          : dnnl::matmul::desc(src, weight.desc, dst);
+                          ? dnnl::matmul::desc(src, weight_desc, bias, dst)
+                          : dnnl::matmul::desc(src, weight_desc, dst);
     const dnnl::matmul::primitive_desc pd(desc, attr, oneDnnEngine());
     state.primitive = dnnl::matmul(pd);
     state.scratchpad_bytes = pd.scratchpad_desc().get_size();
@@ -256,10 +311,61 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
   state.dst = memory(dst, oneDnnEngine(), DNNL_MEMORY_NONE);
   if (!state.weights) {
     // Shared by all runtimes: oneDNN only reads a matmul's weights argument.
-    state.weights = memory(weight.desc, oneDnnEngine(), weight.storage.data_ptr());
+    state.weights = memory(weight_desc, oneDnnEngine(), weight_data);
     state.bias = memory(bias, oneDnnEngine(), DNNL_MEMORY_NONE);
     state.stream = dnnl::stream(oneDnnEngine());
   }
+  state.supported = true;
+}
+
+void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
+  build(state, key, weight.k, weight.n, weight.desc, weight.storage.data_ptr(), weight.n);
+}
+
+// How many column pieces the runtime's own workers run a product of `m` rows in: one per thread
+// where the weight keeps blocks of columns contiguous, there are enough of them, the activation is
+// not rounded per call (bfloat16 weights), and the product is long enough to pay for handing them
+// out; else 0. A product of few rows streams the weight: it is counted at an element-wise pass's
+// rate per weight element where that is more than its multiply-adds' estimate.
+int columnPiecesFor(const PackedWeight& weight, int64_t m, const WorkerPool& workers) {
+  const std::optional<ColumnBlocks> blocks = columnBlocks(weight.desc);
+  if (!blocks || weight.desc.data_type() != memory::data_type::f32 ||
+      (weight.n + blocks->width - 1) / blocks->width < workers.threads()) {
+    return 0;
+  }
+  const double ns =
+      std::max(static_cast<double>(m * weight.k * weight.n) * kNanosecondsPerMultiplyAdd,
+               static_cast<double>(weight.k * weight.n) * kNanosecondsPerElement);
+  return worthSplittingOver(workers, ns) ? workers.threads() : 0;
+}
+
+// Builds `state` for `key` as key.pieces slices of whole column blocks; state.supported is false
+// (and there are no pieces) where oneDNN has no primitive for one.
+void buildPieces(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& weight) {
+  state.key = key;
+  state.built = true;
+  state.supported = false;
+  state.pieces.clear();
+  const ColumnBlocks blocks = *columnBlocks(weight.desc);
+  const int64_t block_count = (weight.n + blocks.width - 1) / blocks.width;
+  size_t scratch = 0;
+  for (int i = 0; i < key.pieces; ++i) {
+    const int64_t first = block_count * i / key.pieces * blocks.width;
+    const int64_t end = std::min(weight.n, block_count * (i + 1) / key.pieces * blocks.width);
+    OneDnnGemmState& piece = state.pieces.emplace_back();
+    build(piece, key, weight.k, end - first, columnSlice(weight.desc, blocks, end - first),
+          static_cast<char*>(weight.storage.data_ptr()) +
+              columnOffsetBytes(weight.desc, blocks, first),
+          weight.n);
+    if (!piece.supported || piece.round_src) {
+      state.pieces.clear();
+      return;
+    }
+    piece.first_column = first;
+    piece.scratch_offset = scratch;
+    scratch += alignScratchOffset(piece.scratch_bytes);
+  }
+  state.scratch_bytes = scratch;
   state.supported = true;
 }
 
@@ -378,11 +484,20 @@ bool runDenseLinear(ProcessedNode& p, const at::Tensor& x, const PackedWeight& p
     return true;
   }
   const PostOps post_ops = postOpsFor(run_epilogue);
-  const OneDnnThreads threads(m * packed.k * packed.n);
-  const PrimitiveKey key{m, threads.count(), 1.0, 0.0, mode, post_ops};
+  WorkerPool* workers = p.workers();
+  const int pieces = workers != nullptr ? columnPiecesFor(packed, m, *workers) : 0;
+  // Pieces run on one OpenMP thread each: the workers are the parallelism.
+  const OneDnnThreads threads(m * packed.k * packed.n, pieces > 0 ? 1 : INT_MAX);
+  const PrimitiveKey key{m, threads.count(), pieces, 1.0, 0.0, mode, post_ops};
   auto& state = p.state<OneDnnGemmState>();
   if (!state.built || !(state.key == key)) {
-    build(state, key, packed);
+    state.supported = false;
+    if (pieces > 0) {
+      buildPieces(state, key, packed);
+    }
+    if (!state.supported) {
+      build(state, key, packed); // one primitive, on one thread where pieces were wanted: rare
+    }
   }
   if (!state.supported) {
     return false;
@@ -392,7 +507,20 @@ bool runDenseLinear(ProcessedNode& p, const at::Tensor& x, const PackedWeight& p
   if (residual != nullptr) {
     std::memcpy(out.data_ptr(), residual->data_ptr(), out.numel() * sizeof(float));
   }
-  execute(state, p, x.data_ptr(), bias == nullptr ? nullptr : bias->data_ptr(), out.data_ptr());
+  const float* bias_data = bias == nullptr ? nullptr : static_cast<const float*>(bias->data_ptr());
+  float* out_data = static_cast<float*>(out.data_ptr());
+  if (state.pieces.empty()) {
+    execute(state, p, x.data_ptr(), bias_data, out_data);
+    return true;
+  }
+  char* scratch =
+      static_cast<char*>(state.scratch_bytes > 0 ? p.scratch(state.scratch_bytes) : nullptr);
+  workers->run(static_cast<int64_t>(state.pieces.size()), [&](int64_t i) {
+    OneDnnGemmState& piece = state.pieces[i];
+    execute(piece, p, x.data_ptr(), bias_data == nullptr ? nullptr : bias_data + piece.first_column,
+            out_data + piece.first_column,
+            scratch == nullptr ? nullptr : scratch + piece.scratch_offset);
+  });
   return true;
 }
 
@@ -464,7 +592,7 @@ namespace {
 std::optional<size_t> prepareState(OneDnnGemmState& state, const OneDnnPackedWeight& weight,
                                    int64_t m, bool has_bias, const OneDnnThreads& threads) {
   const PrimitiveKey key{
-      m, threads.count(), 1.0, 0.0, has_bias ? AddendMode::kBias : AddendMode::kNone, PostOps{}};
+      m, threads.count(), 0, 1.0, 0.0, has_bias ? AddendMode::kBias : AddendMode::kNone, PostOps{}};
   if (!state.built || !(state.key == key)) {
     build(state, key, weight);
   }
@@ -560,9 +688,13 @@ std::optional<KernelFunction> makeOneDnnKernel(const at::Tensor& weight, GemmLow
     }
     const OneDnnThreads threads(problem->m() * packed->k * packed->n);
     // beta matters only to the sum post-op; keying on it otherwise would only cause rebuilds.
-    const PrimitiveKey key{problem->m(),   threads.count(),
-                           problem->alpha, mode == AddendMode::kSum ? problem->beta : 0.0,
-                           mode,           post_ops};
+    const PrimitiveKey key{problem->m(),
+                           threads.count(),
+                           0,
+                           problem->alpha,
+                           mode == AddendMode::kSum ? problem->beta : 0.0,
+                           mode,
+                           post_ops};
     auto& state = p.state<OneDnnGemmState>();
     if (!state.built || !(state.key == key)) {
       build(state, key, *packed);

@@ -115,6 +115,36 @@ TEST(LinearWeightPacking, PackedKernelsMatchJit) {
                    {}, 1e-4);
 }
 
+// Linears split into slices of the packed weight's column blocks over the runtime's own workers
+// (forced here; on by default under OMP_WAIT_POLICY=PASSIVE): one row (a classifier's), a few,
+// a batch of sequences; N not a multiple of the block; bias, activation and a fused residual.
+TEST(LinearWeightPacking, ColumnPiecesOverOwnWorkersMatchJit) {
+  torch::jit::Module module("ColumnPieces");
+  module.register_parameter("w1", torch::randn({1000, 576}) * 0.05, false);
+  module.register_parameter("b1", torch::randn({1000}), false);
+  module.register_parameter("w2", torch::randn({1000, 1000}) * 0.03, false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.linear(x, self.w1, self.b1))
+    return torch.linear(y, self.w2) + y
+)JIT");
+  module.eval();
+  StaticModule prepared(module);
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  StaticRuntime runtime(prepared, options);
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 576}), torch::randn({7, 576}),
+                                          torch::randn({2, 3, 576}), torch::randn({1, 576})};
+  for (const at::Tensor& x : inputs) {
+    for (int run = 0; run < 2; ++run) {
+      const at::Tensor expected = module.forward({x}).toTensor();
+      EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
+          << "input " << x.sizes() << ", run " << run;
+    }
+  }
+}
+
 // A wrong activation width is the reference's error, naming the shapes, and the runtime keeps
 // working after it.
 TEST(LinearWeightPacking, WrongWidthIsAClearErrorAndTheRuntimeRecovers) {
