@@ -70,6 +70,7 @@ public:
     const at::Tensor& x = p.input(kInput).toTensor();
     const int64_t input_size = w.layers.front().input_size;
     recurrent::RecurrentCall call;
+    call.workers = p.workers();
     std::array<int64_t, 3> out_sizes{};
     size_t out_dims = 3;
     int64_t rows = 0;

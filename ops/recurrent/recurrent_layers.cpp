@@ -207,7 +207,8 @@ void runRecurrent(const RecurrentWeights& w, const RecurrentCall& call, void* sc
   const double direction_ns =
       static_cast<double>(call.steps * call.batch * w.gateWidth() * w.hidden) *
       kNanosecondsPerMultiplyAdd;
-  const bool split = directions == 2 && worthSplitting(2 * direction_ns);
+  const int64_t parts =
+      directions == 2 ? std::min<int64_t>(2, threadsFor(call.workers, 2 * direction_ns)) : 1;
   const float* layer_in = call.input;
   for (int64_t layer = 0; layer < layers; ++layer) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
@@ -233,11 +234,8 @@ void runRecurrent(const RecurrentWeights& w, const RecurrentCall& call, void* sc
                      zeros);
       }
     };
-    if (split) {
-      at::parallel_for(0, directions, 1, run);
-    } else {
-      run(0, directions);
-    }
+    forEachPart(call.workers, directions, parts,
+                [&](int64_t, int64_t begin, int64_t end) { run(begin, end); });
     layer_in = layer_out;
   }
 }

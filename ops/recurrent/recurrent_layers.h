@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "ops/core/worker_pool.h"
 #include "ops/recurrent/recurrent_weights.h"
 
 namespace srt::ops::recurrent {
@@ -30,6 +31,9 @@ struct RecurrentCall {
   // (and c_n) holds each sequence's state after its own last step.
   float* h_n = nullptr;
   float* c_n = nullptr; // LSTM: [layers * directions, batch, hidden], required
+  // The runtime's own workers to split the directions over (ProcessedNode::workers), or nullptr:
+  // OpenMP's threads.
+  WorkerPool* workers = nullptr;
 };
 
 // Scratch bytes runRecurrent needs for `steps` x `batch` (an upper bound for a packed sequence).

@@ -189,6 +189,32 @@ TEST(RecurrentLayersShapes, DirectionsInParallel) {
                    {sequence(projected, 2, 30), sequence(projected, 12, 9)}, {}, 1e-5);
 }
 
+// The same directions on the runtime's own workers (RuntimeOptions::workers; on by default under
+// OMP_WAIT_POLICY=PASSIVE), each input twice, then the first again.
+TEST(RecurrentLayersShapes, DirectionsOnOwnWorkers) {
+  for (const std::string op : {"lstm", "gru"}) {
+    Config c{op, 2, true, true, true, true};
+    c.hidden = 128;
+    SCOPED_TRACE(describe(c));
+    torch::jit::Module module = recurrentModule(c);
+    StaticModule prepared(module);
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = IntraOpWorkers::kOwn;
+    StaticRuntime runtime(prepared, options);
+    const std::vector<InputSet> inputs = {sequence(c, 1, 30), sequence(c, 12, 9)};
+    for (const InputSet* input : {&inputs[0], &inputs[0], &inputs[1], &inputs[1], &inputs[0]}) {
+      const auto expected = module.forward(input->args).toTuple()->elements();
+      const auto actual = runtime(input->args).toTuple()->elements();
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(actual[i].toTensor(), expected[i].toTensor(), 1e-5, 1e-5))
+            << "output " << i << " for input " << input->args[0].toTensor().sizes();
+      }
+    }
+  }
+}
+
 // The packed-sequence overloads (pack_padded_sequence's data and batch sizes): sequences
 // ending at different steps keep their own last state in h_n and c_n; in the reverse direction
 // each starts at its own last step from h0. Batch 3 and, after it, 10 (the GEMM).
