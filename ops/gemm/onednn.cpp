@@ -257,7 +257,10 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, int64_t k, int64_t n
   const auto f32 = memory::data_type::f32;
   const memory::desc src_user({key.m, k}, f32, memory::format_tag::ab);
   const memory::desc src({key.m, k}, weight_desc.data_type(), memory::format_tag::ab);
-  const memory::desc dst({key.m, n}, f32, Dims{out_stride, 1});
+  // One row's stride is moot: described dense, which brgemm takes (it runs a strided output on
+  // its reference kernel).
+  const memory::desc dst = key.m == 1 ? memory::desc({1, n}, f32, memory::format_tag::ab)
+                                      : memory::desc({key.m, n}, f32, Dims{out_stride, 1});
   const memory::desc bias({1, n}, f32, memory::format_tag::ab);
 
   dnnl::primitive_attr attr;
@@ -323,19 +326,17 @@ void build(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWeight& 
 }
 
 // How many column pieces the runtime's own workers run a product of `m` rows in: one per thread
-// where the weight keeps blocks of columns contiguous, there are enough of them, the activation is
-// not rounded per call (bfloat16 weights), and the product is long enough to pay for handing them
-// out; else 0. A product of few rows streams the weight: it is counted at an element-wise pass's
-// rate per weight element where that is more than its multiply-adds' estimate.
+// for a single row (a classifier's: a slice of several rows has a strided output, which oneDNN 2.6
+// runs on its reference kernel), where the weight keeps blocks of columns contiguous, there are
+// enough of them, the activation is not rounded per call (bfloat16 weights), and reading the
+// weight (at an element-wise pass's rate per element) pays for handing them out; else 0.
 int columnPiecesFor(const PackedWeight& weight, int64_t m, const WorkerPool& workers) {
   const std::optional<ColumnBlocks> blocks = columnBlocks(weight.desc);
-  if (!blocks || weight.desc.data_type() != memory::data_type::f32 ||
+  if (m != 1 || !blocks || weight.desc.data_type() != memory::data_type::f32 ||
       (weight.n + blocks->width - 1) / blocks->width < workers.threads()) {
     return 0;
   }
-  const double ns =
-      std::max(static_cast<double>(m * weight.k * weight.n) * kNanosecondsPerMultiplyAdd,
-               static_cast<double>(weight.k * weight.n) * kNanosecondsPerElement);
+  const double ns = static_cast<double>(weight.k * weight.n) * kNanosecondsPerElement;
   return worthSplittingOver(workers, ns) ? workers.threads() : 0;
 }
 

@@ -115,9 +115,9 @@ TEST(LinearWeightPacking, PackedKernelsMatchJit) {
                    {}, 1e-4);
 }
 
-// Linears split into slices of the packed weight's column blocks over the runtime's own workers
-// (forced here; on by default under OMP_WAIT_POLICY=PASSIVE): one row (a classifier's), a few,
-// a batch of sequences; N not a multiple of the block; bias, activation and a fused residual.
+// Single-row linears split into slices of the packed weight's column blocks over the runtime's
+// own workers (forced here; on by default under OMP_WAIT_POLICY=PASSIVE), between runs of several
+// rows (one primitive); N not a multiple of the block; bias, activation and a fused residual.
 TEST(LinearWeightPacking, ColumnPiecesOverOwnWorkersMatchJit) {
   torch::jit::Module module("ColumnPieces");
   module.register_parameter("w1", torch::randn({1000, 576}) * 0.05, false);
