@@ -3,6 +3,9 @@
 // ops/shapes/strided_views.h for the ops whose at::native function would re-dispatch to as_strided.
 // Native outputs are dropped after every run (build_program.cpp), so a view never keeps last
 // run's input alive.
+#include <vector>
+
+#include <ATen/ExpandUtils.h>
 #include <ATen/InferSize.h>
 #include <ATen/NativeFunctions.h>
 #include <ATen/TensorUtils.h>
@@ -67,6 +70,34 @@ at::Tensor flattenDims(const at::Tensor& input, int64_t start_dim, int64_t end_d
   return viewOrCopy(input, shape);
 }
 
+// unflatten is at::native::unflatten without names: dimension `dim` split into `sizes` (one of them
+// may be -1) as a view, which fails as view() does where the strides allow none.
+at::Tensor unflattenDim(const at::Tensor& input, int64_t dim, at::IntArrayRef sizes) {
+  dim = c10::maybe_wrap_dim(dim, input.dim());
+  TORCH_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
+  const at::DimVector inferred = at::infer_size_dv(sizes, input.size(dim));
+  at::DimVector shape(input.sizes().begin(), input.sizes().end());
+  shape.erase(shape.begin() + dim);
+  shape.insert(shape.begin() + dim, inferred.begin(), inferred.end());
+  return at::native::view(input, shape);
+}
+
+// broadcast_tensors is at::expand_outplace: every tensor expanded to the common shape, a tensor
+// already of that shape passed on as it is.
+std::vector<at::Tensor> broadcastTensors(const std::vector<at::Tensor>& tensors) {
+  at::DimVector shape;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    shape = i == 0 ? at::DimVector(tensors[i].sizes().begin(), tensors[i].sizes().end())
+                   : at::infer_size_dimvector(shape, tensors[i].sizes());
+  }
+  std::vector<at::Tensor> expanded;
+  expanded.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    expanded.push_back(tensor.sizes().equals(shape) ? tensor : views::expand(tensor, shape));
+  }
+  return expanded;
+}
+
 c10::optional<int64_t> optionalInt(const c10::IValue& value) {
   return value.isNone() ? c10::nullopt : c10::optional<int64_t>(value.toInt());
 }
@@ -94,6 +125,15 @@ SRT_REGISTER_KERNEL(
         [](ProcessedNode& p) {
           p.output(0) = flattenDims(self(p), p.input(1).toInt(), p.input(2).toInt());
         }));
+SRT_REGISTER_KERNEL(
+    "aten::unflatten", kNative,
+    whenMatches("aten::unflatten.int(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)",
+                [](ProcessedNode& p) {
+                  p.output(0) = unflattenDim(self(p), p.input(1).toInt(), p.input(2).toDimVector());
+                }));
+SRT_REGISTER_KERNEL("aten::broadcast_tensors", kNative, always([](ProcessedNode& p) {
+                      p.output(0) = broadcastTensors(p.input(0).toTensorVector());
+                    }));
 SRT_REGISTER_KERNEL("aten::permute", kNative, always([](ProcessedNode& p) {
                       p.output(0) = views::permute(self(p), p.input(1).toDimVector());
                     }));

@@ -53,6 +53,18 @@ def forward(self, x):
                    {{{torch::tensor(3.5)}}, {{torch::tensor(-1.0)}}});
 }
 
+// nn.Unflatten's op: one dimension split in two or more, -1 inferred, counted from either end.
+TEST(Views, Unflatten) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return x.unflatten(1, [2, -1]), x.unflatten(-1, [1, x.size(-1)]), torch.unflatten(x, 0, (1, -1, 1))
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 6, 4})}},
+                            {{torch::randn({3, 4, 2}, torch::kFloat64)}},
+                            {{torch::randn({4, 8, 3}).transpose(0, 2)}}});
+  expectKinds(source, {{"aten::unflatten", KernelKind::kNative}});
+}
+
 TEST(Views, PermuteTransposeT) {
   const char* source = R"JIT(
 def forward(self, x, y):
