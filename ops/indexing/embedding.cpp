@@ -6,7 +6,8 @@
 // case (float/double weights, int32/int64 indices and offsets of one dtype, no per-sample weights,
 // only the first result used) is a loop here that reduces rows in ATen's order (sequential, then
 // divide for mean), giving ATen's values. Anything else runs at::cpu::_embedding_bag_forward_only
-// and copies its result.
+// and copies its result: so do per-sample weights, which nn.EmbeddingBag takes as an optional
+// argument and so reach the graph as a `Tensor?` decided only at run time.
 #include <ATen/CPUFunctions.h>
 #include <ATen/NativeFunctions.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -95,8 +96,7 @@ void reduceBags(const BagArguments& args, at::Tensor& out) {
 void embeddingBag(ProcessedNode& p, int64_t padding_idx) {
   BagArguments args{p.input(0).toTensor(), p.input(1).toTensor(), p.input(2).toTensor(),
                     p.input(4).toInt(),    p.input(7).toBool(),   padding_idx};
-  TORCH_CHECK(p.input(6).isNone(),
-              "static_runtime: embedding_bag was built for per_sample_weights=None");
+  const c10::optional<at::Tensor> per_sample_weights = p.input(6).toOptional<at::Tensor>();
   at::Tensor& out = outputTensorLike(p, 0, args.weight);
   const at::ScalarType index_type = args.indices.scalar_type();
   const bool simple =
@@ -104,13 +104,13 @@ void embeddingBag(ProcessedNode& p, int64_t padding_idx) {
       args.offsets.scalar_type() == index_type &&
       (index_type == at::kLong || index_type == at::kInt) &&
       (args.weight.scalar_type() == at::kFloat || args.weight.scalar_type() == at::kDouble) &&
-      args.mode >= kSum && args.mode <= kMax &&
+      args.mode >= kSum && args.mode <= kMax && !per_sample_weights &&
       (!args.include_last_offset || args.offsets.numel() >= 1);
   if (!simple) {
     const InferenceDispatch below_autograd;
     auto result = at::cpu::_embedding_bag_forward_only(
         args.weight, args.indices, args.offsets, p.input(3).toBool(), args.mode,
-        p.input(5).toBool(), c10::nullopt, args.include_last_offset, padding_idx);
+        p.input(5).toBool(), per_sample_weights, args.include_last_offset, padding_idx);
     at::native::resize_(out, std::get<0>(result).sizes(), c10::nullopt);
     at::native::copy_(out, std::get<0>(result), false);
     return;
@@ -124,15 +124,14 @@ void embeddingBag(ProcessedNode& p, int64_t padding_idx) {
   });
 }
 
-// Only the bag sums are produced: offset2bag, bag_size and max_indices must be unused, and
-// per_sample_weights must be None.
+// Only the bag sums are produced: offset2bag, bag_size and max_indices must be unused.
 bool onlyFirstResultUsed(const Node* node) {
   for (size_t i = 1; i < node->outputs().size(); ++i) {
     if (node->output(i)->hasUses()) {
       return false;
     }
   }
-  return node->input(6)->type()->kind() == c10::TypeKind::NoneType;
+  return true;
 }
 
 std::optional<KernelFunction> embeddingBagFactory(const Node* node, const KernelOptions&) {

@@ -79,7 +79,7 @@ TEST(ShapeEmbedding, EmbeddingBagGenericPath) {
   }
 }
 
-// Using offset2bag / bag_size / max_indices, or per-sample weights: left to the JIT.
+// Using offset2bag / bag_size / max_indices: left to the JIT.
 TEST(ShapeEmbedding, EmbeddingBagAuxiliaryResultsFallBack) {
   const char* source = R"JIT(
 def forward(self, weight, indices, offsets):
@@ -87,13 +87,28 @@ def forward(self, weight, indices, offsets):
     return out, bag_size
 )JIT";
   expectKinds(source, {{"aten::embedding_bag", KernelKind::kFallback}});
+}
+
+// Per-sample weights run ATen's kernel into the planned output, whether the graph builds them or
+// they arrive as nn.EmbeddingBag's optional argument (None on some calls, a tensor on others).
+TEST(ShapeEmbedding, EmbeddingBagPerSampleWeights) {
   const char* weighted = R"JIT(
 def forward(self, weight, indices, offsets):
-    weights = torch.ones([indices.size(0)])
+    weights = torch.ones([indices.size(0)]) * 0.5
     return torch.embedding_bag(weight, indices, offsets, False, 0, False, weights, False)[0]
 )JIT";
-  expectKinds(weighted, {{"aten::embedding_bag", KernelKind::kFallback}});
-  expectMatchesJit(weighted, {bags(torch::randn({10, 3}), {1, 2, 4, 5}, {0, 2})});
+  expectKinds(weighted, {{"aten::embedding_bag", KernelKind::kOutVariant}});
+  expectMatchesJit(weighted, {bags(torch::randn({10, 3}), {1, 2, 4, 5}, {0, 2}),
+                              bags(torch::randn({6, 5}), {0, 5, 5, 1}, {0, 1, 1})});
+  const char* optional = R"JIT(
+def forward(self, weight, indices, offsets, per_sample_weights: Optional[Tensor]):
+    return torch.embedding_bag(weight, indices, offsets, False, 0, False, per_sample_weights, False, None)[0]
+)JIT";
+  expectKinds(optional, {{"aten::embedding_bag", KernelKind::kOutVariant}});
+  expectMatchesJit(optional, {{{torch::randn({10, 3}), torch::tensor({1, 2, 4, 5}),
+                                torch::tensor({0, 2}), torch::rand({4})}},
+                              {{torch::randn({6, 5}), torch::tensor({0, 5, 5, 1}),
+                                torch::tensor({0, 1, 1}), c10::IValue()}}});
 }
 
 TEST(ShapeEmbedding, Embedding) {
