@@ -15,6 +15,13 @@
 //   pairwise_distance(x1, x2, p, eps, keepdim) -> norm(x1 - x2 + eps, p, [-1], keepdim)
 //                                  (nn.PairwiseDistance; ATen's innermost dim of the broadcast
 //                                  result, which -1 names at every rank)
+//   cosine_similarity(x1, x2, dim, eps)
+//     -> a, b = broadcast_tensors([x1, x2]);
+//        sum(a / sqrt(clamp_min(sum(a ** 2, [dim], True), eps * eps))
+//            * (b / sqrt(clamp_min(sum(b ** 2, [dim], True), eps * eps))), [dim])
+//                                  (nn.CosineSimilarity; ATen's composite for floating inputs,
+//                                  which are what it takes: for two integer inputs ATen raises
+//                                  where the lowered form computes a value)
 //
 // An empty stride means "the kernel size" in both the 1-D and the 2-D pooling ops, so it is passed
 // on empty. The pooling forms need constant int[1] arguments; unsqueeze and squeeze are views and,
@@ -157,6 +164,48 @@ bool lowerPairwiseDistance(Graph& graph, Node* distance) {
   return true;
 }
 
+// ||x|| along `dims`, kept as a dimension of one, and never below eps: ATen's cosine_similarity
+// clamps the squared norm at eps * eps, then takes the root.
+Value* clampedNorm(Graph& graph, Value* x, Value* dims, Value* squared_eps) {
+  Value* squares = graph.insert(c10::aten::pow, {x, int64_t{2}});
+  Value* sum = graph.insert(c10::aten::sum, {squares, dims, true});
+  Value* clamped = graph.insert(c10::aten::clamp_min, {sum, squared_eps});
+  Value* norm = graph.insert(c10::aten::sqrt, {clamped});
+  for (Value* value : {squares, sum, clamped, norm}) {
+    value->setType(c10::TensorType::get());
+  }
+  return norm;
+}
+
+bool lowerCosineSimilarity(Graph& graph, Node* similarity) {
+  torch::jit::WithInsertPoint insert(similarity);
+  Node* pair = graph.insertNode(
+      graph.createList(c10::TensorType::get(), {similarity->input(0), similarity->input(1)}));
+  Value* broadcast = graph.insert(c10::aten::broadcast_tensors, {pair->output()});
+  broadcast->setType(c10::ListType::ofTensors());
+  Node* unpack = graph.insertNode(graph.createListUnpack(broadcast, 2));
+  Node* dims = graph.insertNode(graph.createList(c10::IntType::get(), {similarity->input(2)}));
+  const auto eps = torch::jit::constant_as<double>(similarity->input(3));
+  Value* squared_eps =
+      eps ? graph.insertConstant(*eps * *eps)
+          : graph.insert(c10::aten::mul, {similarity->input(3), similarity->input(3)});
+  Value* a = graph.insert(
+      c10::aten::div,
+      {unpack->output(0), clampedNorm(graph, unpack->output(0), dims->output(), squared_eps)});
+  Value* b = graph.insert(
+      c10::aten::div,
+      {unpack->output(1), clampedNorm(graph, unpack->output(1), dims->output(), squared_eps)});
+  Value* product = graph.insert(c10::aten::mul, {a, b});
+  Value* result = graph.insert(c10::aten::sum, {product, dims->output()});
+  for (Value* value : {a, b, product}) {
+    value->setType(c10::TensorType::get());
+  }
+  result->setType(similarity->output()->type());
+  similarity->output()->replaceAllUsesWith(result);
+  similarity->destroy();
+  return true;
+}
+
 bool decompose(Graph& graph, Node* node) {
   for (const PoolingForm& form : kPoolingForms) {
     if (node->matches(form.schema)) {
@@ -173,6 +222,10 @@ bool decompose(Graph& graph, Node* node) {
   if (node->matches("aten::pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, "
                     "bool keepdim=False) -> Tensor")) {
     return lowerPairwiseDistance(graph, node);
+  }
+  if (node->matches(
+          "aten::cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor")) {
+    return lowerCosineSimilarity(graph, node);
   }
   return false;
 }

@@ -1,6 +1,6 @@
 // passes/aten_decompositions.cpp: 1-D pooling runs as 2-D pooling over a height of one, selu as
 // elu, eval rrelu as leaky_relu and pairwise_distance as norm, with the JIT's values for every
-// argument form; run-time arguments stay as they are.
+// argument form; run-time arguments stay as they are. cosine_similarity runs as ATen's composite.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -124,6 +124,40 @@ def forward(self, a, b, c, p: float):
           torch::equal(outputs[1].toTensor(), torch::pairwise_distance(a, b, 3.0, 1e-3, true)));
       EXPECT_TRUE(torch::equal(outputs[2].toTensor(), torch::pairwise_distance(a, c, 1.0)));
       EXPECT_TRUE(torch::equal(outputs[3].toTensor(), torch::pairwise_distance(a, b, 0.5)));
+    }
+  }
+}
+
+// nn.CosineSimilarity: dims counted from either end, broadcast shapes and ranks (a size-1 dim
+// broadcast along `dim` counts its repeats, as ATen's expanded inputs do), all-zero rows (the eps
+// clamp), a run-time dim and eps; ATen's composite, so the same bits.
+TEST(AtenDecompositions, CosineSimilarityIsAtensCompositeBitForBit) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, a, b, c, d, dim: int, eps: float):
+    return (torch.cosine_similarity(a, b), torch.cosine_similarity(a, b, -1, 1e-3),
+            torch.cosine_similarity(a, c, -1), torch.cosine_similarity(a, d, 1),
+            torch.cosine_similarity(a, b, dim, eps))
+)JIT"));
+  const auto kinds = kernelKinds(module);
+  EXPECT_EQ(kinds.count("aten::cosine_similarity"), 0u) << module.graph();
+  for (const auto& [name, kind] : kinds) {
+    EXPECT_EQ(kind.count(KernelKind::kFallback), 0u) << name << " falls back";
+  }
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{5, 16}, {2, 3, 7}}) {
+    torch::Tensor a = torch::randn(sizes);
+    a[0].zero_();
+    const torch::Tensor b = torch::randn(sizes);
+    const torch::Tensor c = torch::randn({sizes.back()});
+    std::vector<int64_t> single = sizes;
+    single[1] = 1;
+    const torch::Tensor d = torch::randn(single);
+    for (int call = 0; call < 2; ++call) {
+      const auto outputs = module({a, b, c, d, int64_t{0}, 0.25}).toTupleRef().elements();
+      EXPECT_TRUE(torch::equal(outputs[0].toTensor(), torch::cosine_similarity(a, b)));
+      EXPECT_TRUE(torch::equal(outputs[1].toTensor(), torch::cosine_similarity(a, b, -1, 1e-3)));
+      EXPECT_TRUE(torch::equal(outputs[2].toTensor(), torch::cosine_similarity(a, c, -1)));
+      EXPECT_TRUE(torch::equal(outputs[3].toTensor(), torch::cosine_similarity(a, d, 1)));
+      EXPECT_TRUE(torch::equal(outputs[4].toTensor(), torch::cosine_similarity(a, b, 0, 0.25)));
     }
   }
 }
