@@ -164,6 +164,28 @@ class CausalDecoder(nn.Module):
         return self.decoder(tgt, memory, tgt_mask=causal)
 
 
+class TwoTowerRetrieval(nn.Module):
+    """A retrieval scorer as recommendation code writes one: a bag-of-words query tower
+    (nn.EmbeddingBag over flat ids with offsets, optional per-id weights), an item tower whose
+    features are unflattened into fields, scored by nn.CosineSimilarity and an nn.Bilinear
+    interaction."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words = nn.EmbeddingBag(100, 32, mode="sum")
+        self.query = nn.Sequential(nn.Linear(32, 32), nn.ReLU())
+        self.fields = nn.Sequential(nn.Linear(24, 64), nn.Unflatten(1, (4, 16)))
+        self.item = nn.Linear(64, 32)
+        self.cosine = nn.CosineSimilarity(dim=-1)
+        self.interaction = nn.Bilinear(32, 32, 4)
+
+    def forward(self, ids: Tensor, offsets: Tensor, item: Tensor,
+                weights: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        query = self.query(self.words(ids, offsets, per_sample_weights=weights))
+        item = self.item(self.fields(item).relu().flatten(1))
+        return self.cosine(query, item), self.interaction(query, item)
+
+
 def _padding(batch: int, length: int) -> Tensor:
     """The last quarter of every sequence but the first padded: one full-length sequence per batch."""
     mask = torch.zeros(batch, length, dtype=torch.bool)
@@ -234,6 +256,10 @@ def _models() -> List[RealModel]:
         RealModel("transformer_decoder_causal", CausalDecoder,
                   [(torch.randn(2, 7, 64), torch.randn(2, 9, 64)),
                    (torch.randn(1, 5, 64), torch.randn(1, 4, 64))], zero_fallbacks=True),
+        RealModel("two_tower_retrieval", TwoTowerRetrieval,
+                  [(torch.randint(0, 100, (9,)), torch.tensor([0, 4, 6]), torch.randn(3, 24)),
+                   (torch.randint(0, 100, (5,)), torch.tensor([0, 5]), torch.randn(2, 24), torch.rand(5))],
+                  zero_fallbacks=True),
         RealModel("multihead_attention", SelfAttention,
                   [(torch.randn(2, 9, 64), _padding(2, 9)), (torch.randn(4, 6, 64), _padding(4, 6))]),
     ]
