@@ -23,6 +23,15 @@
 //                                  which are what it takes: for two integer inputs ATen raises
 //                                  where the lowered form computes a value)
 //
+// and ops that ATen defines as another op with fixed arguments, renamed to it:
+//   relu6(x) -> hardtanh(x, 0, 6)            (F.relu6; conv and linear fusion then take it)
+//   x & y, x | y, x ^ y -> bitwise_and / bitwise_or / bitwise_xor(x, y)   (masks combined)
+//   floor_divide(x, y) -> div(x, y, rounding_mode="floor")   (x // y on tensors)
+//   argsort(x, dim, descending) -> sort(x, dim, descending)[1]   (and argsort(stable=))
+//   fliplr(x) -> flip(x, [1]); flipud(x) -> flip(x, [0])
+//   x.mT -> transpose(x, -2, -1)
+// Each keeps ATen's values; an input ATen refuses is still refused, by the op it becomes.
+//
 // An empty stride means "the kernel size" in both the 1-D and the 2-D pooling ops, so it is passed
 // on empty. The pooling forms need constant int[1] arguments; unsqueeze and squeeze are views and,
 // counted from the end, take an unbatched [C, L] input too.
@@ -206,6 +215,70 @@ bool lowerCosineSimilarity(Graph& graph, Node* similarity) {
   return true;
 }
 
+// `node` replaced by output `result` of a new `kind` node on `inputs` (with `outputs` results).
+bool replaceByOp(Graph& graph, Node* node, c10::Symbol kind, const std::vector<Value*>& inputs,
+                 size_t outputs = 1, size_t result = 0) {
+  Node* replacement = graph.create(kind, inputs, outputs);
+  replacement->insertBefore(node);
+  for (Value* output : replacement->outputs()) {
+    output->setType(c10::TensorType::get());
+  }
+  replacement->output(result)->setType(node->output()->type());
+  node->output()->replaceAllUsesWith(replacement->output(result));
+  node->destroy();
+  return true;
+}
+
+struct Renaming {
+  const char* schema;
+  c10::Symbol replacement;
+};
+
+const Renaming kBitwiseRenamings[] = {
+    {"aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor", c10::aten::bitwise_and},
+    {"aten::__and__.Scalar(Tensor self, Scalar other) -> Tensor", c10::aten::bitwise_and},
+    {"aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor", c10::aten::bitwise_or},
+    {"aten::__or__.Scalar(Tensor self, Scalar other) -> Tensor", c10::aten::bitwise_or},
+    {"aten::__xor__.Tensor(Tensor self, Tensor other) -> Tensor", c10::aten::bitwise_xor},
+    {"aten::__xor__.Scalar(Tensor self, Scalar other) -> Tensor", c10::aten::bitwise_xor},
+};
+
+bool renameToFixedArguments(Graph& graph, Node* node) {
+  for (const Renaming& renaming : kBitwiseRenamings) {
+    if (node->matches(renaming.schema)) {
+      return replaceByOp(graph, node, renaming.replacement, {node->input(0), node->input(1)});
+    }
+  }
+  torch::jit::WithInsertPoint insert(node);
+  if (node->matches("aten::relu6(Tensor self) -> Tensor")) {
+    return replaceByOp(graph, node, c10::aten::hardtanh,
+                       {node->input(0), graph.insertConstant(0.0), graph.insertConstant(6.0)});
+  }
+  if (node->matches("aten::floor_divide(Tensor self, Tensor other) -> Tensor") ||
+      node->matches("aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor")) {
+    return replaceByOp(graph, node, c10::aten::div,
+                       {node->input(0), node->input(1), graph.insertConstant("floor")});
+  }
+  if (node->matches("aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor") ||
+      node->matches("aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, "
+                    "bool descending=False) -> Tensor")) {
+    const std::vector<Value*> inputs(node->inputs().begin(), node->inputs().end());
+    return replaceByOp(graph, node, c10::aten::sort, inputs, /*outputs=*/2, /*result=*/1);
+  }
+  if (node->matches("aten::fliplr(Tensor self) -> Tensor") ||
+      node->matches("aten::flipud(Tensor self) -> Tensor")) {
+    const int64_t dim = node->kind() == c10::aten::fliplr ? 1 : 0;
+    return replaceByOp(graph, node, c10::aten::flip,
+                       {node->input(0), graph.insertConstant(std::vector<int64_t>{dim})});
+  }
+  if (node->matches("aten::mT(Tensor(a) self) -> Tensor(a)")) {
+    return replaceByOp(
+        graph, node, c10::aten::transpose,
+        {node->input(0), graph.insertConstant(int64_t{-2}), graph.insertConstant(int64_t{-1})});
+  }
+  return false;
+}
+
 bool decompose(Graph& graph, Node* node) {
   for (const PoolingForm& form : kPoolingForms) {
     if (node->matches(form.schema)) {
@@ -227,7 +300,7 @@ bool decompose(Graph& graph, Node* node) {
           "aten::cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor")) {
     return lowerCosineSimilarity(graph, node);
   }
-  return false;
+  return renameToFixedArguments(graph, node);
 }
 
 void decomposeIn(Graph& graph, torch::jit::Block* block, bool& changed) {

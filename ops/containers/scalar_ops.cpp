@@ -180,6 +180,9 @@ SRT_INT_BINARY("mul", "int", a* b);
 SRT_INT_BINARY("floordiv", "int", floorDivide(a, b));
 SRT_INT_BINARY("remainder", "int", pythonModulo(a, b));
 SRT_INT_BINARY("div", "float", static_cast<double>(a) / static_cast<double>(b));
+SRT_INT_BINARY("__and__", "int", a& b);
+SRT_INT_BINARY("__or__", "int", a | b);
+SRT_INT_BINARY("__xor__", "int", a ^ b);
 SRT_FLOAT_BINARY("add", "float", a + b);
 SRT_FLOAT_BINARY("sub", "float", a - b);
 SRT_FLOAT_BINARY("mul", "float", a* b);
@@ -318,6 +321,10 @@ SRT_REGISTER_KERNEL("aten::__and__", kNative,
 SRT_REGISTER_KERNEL("aten::__or__", kNative,
                     whenMatches("aten::__or__.bool(bool a, bool b) -> bool", [](ProcessedNode& p) {
                       p.output(0) = p.input(0).toBool() || p.input(1).toBool();
+                    }));
+SRT_REGISTER_KERNEL("aten::__xor__", kNative,
+                    whenMatches("aten::__xor__.bool(bool a, bool b) -> bool", [](ProcessedNode& p) {
+                      p.output(0) = p.input(0).toBool() != p.input(1).toBool();
                     }));
 SRT_REGISTER_KERNEL("aten::__is__", kNative,
                     always([](ProcessedNode& p) { p.output(0) = p.input(0).is(p.input(1)); }));

@@ -162,6 +162,43 @@ def forward(self, a, b, c, d, dim: int, eps: float):
   }
 }
 
+// Ops ATen defines as another op with fixed arguments: the JIT's values, and none left behind.
+TEST(AtenDecompositions, RenamedOpsMatchJit) {
+  const char* source = R"JIT(
+def forward(self, x, y, n: int):
+    m = x > 0
+    k = y > 0
+    masks = (m & k, m | k, m ^ k, (x * 9).long() & 6, (x * 9).long() | 3, n & 3, n | 8, n ^ 5, (n > 2) ^ (n > 9))
+    return (masks, x // 0.5, n // 2, torch.floor_divide(y, x),
+            torch.argsort(x), torch.argsort(x, 0, True), torch.argsort(x, stable=True, dim=-1),
+            torch.fliplr(x), torch.flipud(x), x.mT)
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({3, 4}), torch::randn({3, 4}), int64_t{7}}},
+                            {{torch::randn({2, 5, 3}), torch::randn({5, 3}), int64_t{-5}}}});
+  StaticModule module(scriptModule(source));
+  for (const auto& [name, kinds] : kernelKinds(module)) {
+    EXPECT_EQ(kinds.count(KernelKind::kFallback), 0u) << name << " falls back\n" << module.graph();
+  }
+  for (const char* op :
+       {"aten::floor_divide", "aten::argsort", "aten::fliplr", "aten::flipud", "aten::mT"}) {
+    EXPECT_EQ(kernelKinds(module).count(op), 0u) << op << " left in\n" << module.graph();
+  }
+}
+
+// F.relu6 (TorchScript from C++ cannot spell it): hardtanh(x, 0, 6), bit for bit.
+TEST(AtenDecompositions, Relu6IsHardtanh) {
+  auto graph = parsedGraph(R"IR(
+graph(%x : Tensor):
+  %y : Tensor = aten::relu6(%x)
+  return (%y)
+)IR");
+  auto lowered = expectPassPreservesResults(passes::decomposeAtenOps, graph,
+                                            {{torch::randn({3, 4}) * 4}, {torch::randn({9}) * 8}},
+                                            /*expect_changed=*/true, /*tolerance=*/0.0);
+  EXPECT_EQ(countKind(*lowered, "aten::relu6"), 0u) << *lowered;
+  EXPECT_EQ(countKind(*lowered, "aten::hardtanh"), 1u) << *lowered;
+}
+
 TEST(AtenDecompositions, LeavesRunTimeArgumentsAlone) {
   auto graph = passes::prepareModule(scriptModule(R"JIT(
 def forward(self, x, k: int):
