@@ -98,6 +98,16 @@ std::vector<at::Tensor> broadcastTensors(const std::vector<at::Tensor>& tensors)
   return expanded;
 }
 
+// x.T: every dimension reversed, as ATen does (without its once-per-process deprecation warning
+// for ranks other than 0 and 2).
+at::Tensor reversedDims(const at::Tensor& input) {
+  at::DimVector order(input.dim());
+  for (int64_t i = 0; i < input.dim(); ++i) {
+    order[i] = input.dim() - 1 - i;
+  }
+  return views::permute(input, order);
+}
+
 c10::optional<int64_t> optionalInt(const c10::IValue& value) {
   return value.isNone() ? c10::nullopt : c10::optional<int64_t>(value.toInt());
 }
@@ -134,6 +144,44 @@ SRT_REGISTER_KERNEL(
 SRT_REGISTER_KERNEL("aten::broadcast_tensors", kNative, always([](ProcessedNode& p) {
                       p.output(0) = broadcastTensors(p.input(0).toTensorVector());
                     }));
+SRT_REGISTER_KERNEL("aten::numpy_T", kNative,
+                    always([](ProcessedNode& p) { p.output(0) = reversedDims(self(p)); }));
+// movedim, diagonal and meshgrid: ATen's own functions (their argument checks and errors), which
+// build the views through the dispatcher.
+SRT_REGISTER_KERNEL(
+    "aten::movedim", kNative,
+    whenMatches("aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
+                [](ProcessedNode& p) {
+                  p.output(0) =
+                      at::native::movedim(self(p), p.input(1).toInt(), p.input(2).toInt());
+                }));
+SRT_REGISTER_KERNEL(
+    "aten::movedim", kNative,
+    whenMatches(
+        "aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+        [](ProcessedNode& p) {
+          p.output(0) =
+              at::native::movedim(self(p), p.input(1).toDimVector(), p.input(2).toDimVector());
+        }));
+SRT_REGISTER_KERNEL(
+    "aten::diagonal", kNative,
+    whenMatches("aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
+                [](ProcessedNode& p) {
+                  p.output(0) = at::native::diagonal(self(p), p.input(1).toInt(),
+                                                     p.input(2).toInt(), p.input(3).toInt());
+                }));
+SRT_REGISTER_KERNEL("aten::meshgrid", kNative,
+                    whenMatches("aten::meshgrid(Tensor[] tensors) -> Tensor[]",
+                                [](ProcessedNode& p) {
+                                  p.output(0) = at::native::meshgrid(p.input(0).toTensorVector());
+                                }));
+SRT_REGISTER_KERNEL(
+    "aten::meshgrid", kNative,
+    whenMatches("aten::meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]",
+                [](ProcessedNode& p) {
+                  p.output(0) =
+                      at::native::meshgrid(p.input(0).toTensorVector(), p.input(1).toStringView());
+                }));
 SRT_REGISTER_KERNEL("aten::permute", kNative, always([](ProcessedNode& p) {
                       p.output(0) = views::permute(self(p), p.input(1).toDimVector());
                     }));

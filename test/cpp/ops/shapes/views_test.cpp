@@ -65,6 +65,23 @@ def forward(self, x):
   expectKinds(source, {{"aten::unflatten", KernelKind::kNative}});
 }
 
+// x.T, movedim, diagonal and meshgrid: views of their inputs, as the JIT makes them.
+TEST(Views, ReversedMovedDiagonalAndGrids) {
+  const char* source = R"JIT(
+def forward(self, x, a, b):
+    g, h = torch.meshgrid(a, b, indexing="xy")
+    return (x.T, x.movedim(0, -1), torch.movedim(x, [0, 1], [2, 0]), x.diagonal(), x.diagonal(1, -2, -1),
+            torch.meshgrid([a, b]), g + h)
+)JIT";
+  expectMatchesJit(
+      source, {{{torch::randn({2, 3, 4}), torch::randn({3}), torch::randn({5})}},
+               {{torch::randn({4, 2, 3}).transpose(0, 2), torch::randn({1}), torch::arange(4.0)}}});
+  expectKinds(source, {{"aten::numpy_T", KernelKind::kNative},
+                       {"aten::movedim", KernelKind::kNative},
+                       {"aten::diagonal", KernelKind::kNative},
+                       {"aten::meshgrid", KernelKind::kNative}});
+}
+
 TEST(Views, PermuteTransposeT) {
   const char* source = R"JIT(
 def forward(self, x, y):
