@@ -1,12 +1,15 @@
-// aten::arange, written into last run's output (at::cpu::arange_outf). Models build index and
-// offset tensors with it (nn.EmbeddingBag over a 2-D input makes its offsets so).
+// aten::arange and aten::linspace, written into last run's output (at::cpu::arange_outf,
+// linspace_outf). Models build index and offset tensors with them (nn.EmbeddingBag over a 2-D
+// input makes its offsets so) and position grids of a run-time size.
 #include <ATen/CPUFunctions.h>
 #include <c10/core/DefaultDtype.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/core/out_variant.h"
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
+#include "ops/creation/placement.h"
 #include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
@@ -37,8 +40,28 @@ void arange(ProcessedNode& p, const at::Scalar& start, const at::Scalar& end,
   at::cpu::arange_outf(start, end, step, out);
 }
 
+// linspace(start, end, steps, *, dtype, layout, device, pin_memory): the default dtype unless one
+// is given, whatever the kinds of start and end.
+void linspace(ProcessedNode& p) {
+  const at::Scalar start = p.input(0).toScalar();
+  const at::Scalar end = p.input(1).toScalar();
+  const int64_t steps = p.input(2).toInt();
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  const Placement placement = readPlacement(p, 3, defaultDtype(), at::kCPU);
+  if (!placement.plain_cpu) {
+    p.output(0) = at::linspace(start, end, steps, placement.options);
+    return;
+  }
+  at::cpu::linspace_outf(start, end, steps, outputTensor(p, 0, placement.options));
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::linspace", kOutVariant,
+                    whenMatches("aten::linspace(Scalar start, Scalar end, int steps, *, "
+                                "ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+                                "bool? pin_memory=None) -> Tensor",
+                                linspace));
 SRT_REGISTER_KERNEL(
     "aten::arange", kOutVariant,
     whenMatches("aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? "

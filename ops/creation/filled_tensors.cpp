@@ -1,7 +1,8 @@
-// aten::zeros, ones, full, their new_* and *_like forms and aten::empty with a run-time size
+// aten::zeros, ones, full, eye, their new_* and *_like forms and aten::empty with a run-time size
 // (`torch.zeros(x.size(0), 8)`, `x.new_zeros(n, m)`, `torch.full_like(scores, -inf)`):
 // out-variant kernels filling the node's reused output. Sizes known when the module is built are
 // folded to constants before this; these are the ones that depend on the inputs.
+#include <ATen/CPUFunctions.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -9,6 +10,7 @@
 
 #include "ops/core/out_variant.h"
 #include "ops/core/registry.h"
+#include "ops/core/schema_match.h"
 #include "ops/creation/placement.h"
 #include "ops/elementwise/fast_path.h"
 
@@ -154,8 +156,30 @@ std::optional<KernelFunction> empty(const Node* node, const KernelOptions&) {
   return KernelFunction(filledOfSize<-1>);
 }
 
+// eye(n[, m], *, dtype, layout, device, pin_memory): `torch.eye(x.size(-1))`, ATen's checks.
+void eye(ProcessedNode& p, int64_t n, int64_t m, size_t first) {
+  const Placement placement = readPlacement(p, first, defaultDtype(), at::kCPU);
+  if (!placement.plain_cpu) {
+    p.output(0) = at::eye(n, m, placement.options);
+    return;
+  }
+  at::cpu::eye_outf(n, m, outputTensor(p, 0, placement.options));
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::eye", kOutVariant,
+                    whenMatches("aten::eye(int n, *, ScalarType? dtype=None, Layout? layout=None, "
+                                "Device? device=None, bool? pin_memory=None) -> Tensor",
+                                [](ProcessedNode& p) {
+                                  const int64_t n = p.input(0).toInt();
+                                  eye(p, n, n, 1);
+                                }));
+SRT_REGISTER_KERNEL(
+    "aten::eye", kOutVariant,
+    whenMatches("aten::eye.m(int n, int m, *, ScalarType? dtype=None, Layout? "
+                "layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+                [](ProcessedNode& p) { eye(p, p.input(0).toInt(), p.input(1).toInt(), 2); }));
 SRT_REGISTER_KERNEL("aten::zeros", kOutVariant, [](const Node* node, const KernelOptions&) {
   return takeOverload(node, "", 5, filledOfSize<0>);
 });

@@ -1,5 +1,6 @@
-// roll and repeat_interleave (by an int) as out-variant kernels: each is a few strided copies
-// of the input into the node's output, where ATen's ops cat or index_select into a new tensor.
+// roll, repeat_interleave (by an int) and tile as out-variant kernels: each is a few strided
+// copies of the input into the node's output, where ATen's ops cat, index_select or repeat into a
+// new tensor.
 #include <ATen/Functions.h>
 #include <ATen/WrapDimUtils.h>
 
@@ -96,8 +97,38 @@ void repeatInterleave(ProcessedNode& p) {
   out.view(expanded).copy_(self.view(in_sizes).unsqueeze(dim + 1).expand(expanded));
 }
 
+// tile(Tensor self, int[] dims) is repeat with `dims` padded by leading ones to self's rank (and
+// self by leading ones to theirs): the output seen as [r0, s0, r1, s1, ...] is self, seen as
+// [1, s0, 1, s1, ...], expanded.
+void tile(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  at::DimVector reps = p.input(1).toDimVector();
+  const int64_t rank = std::max<int64_t>(self.dim(), reps.size());
+  reps.insert(reps.begin(), rank - reps.size(), 1);
+  at::DimVector in_sizes(rank - self.dim(), 1);
+  in_sizes.append(self.sizes().begin(), self.sizes().end());
+  at::DimVector interleaved;
+  at::DimVector spread;
+  at::DimVector out_sizes;
+  for (int64_t i = 0; i < rank; ++i) {
+    interleaved.append({reps[i], in_sizes[i]});
+    spread.append({1, in_sizes[i]});
+    out_sizes.push_back(reps[i] * in_sizes[i]);
+  }
+  for (const int64_t repeat : reps) {
+    TORCH_CHECK(repeat >= 0, "Trying to create tensor with negative dimension ", repeat, ": ",
+                at::IntArrayRef(out_sizes));
+  }
+  at::Tensor& out = contiguousOutput(p, 0, out_sizes, self.options());
+  if (out.numel() == 0) {
+    return;
+  }
+  out.view(interleaved).copy_(self.reshape(spread).expand(interleaved));
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::tile", kOutVariant, tensorOverload<tile>);
 SRT_REGISTER_KERNEL("aten::roll", kOutVariant, tensorOverload<roll>);
 // repeat_interleave.Tensor / self_Tensor (per-element counts) are declined.
 SRT_REGISTER_KERNEL("aten::repeat_interleave", kOutVariant,

@@ -1,5 +1,5 @@
-// Out-variant zeros / ones / full with run-time sizes and the *_like forms
-// (ops/creation/filled_tensors.cpp) against the JIT.
+// Out-variant zeros / ones / full / eye / linspace with run-time sizes and the *_like forms
+// (ops/creation/filled_tensors.cpp, arange.cpp) against the JIT.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -28,6 +28,32 @@ TEST(FilledTensors, MatchTheJitForRunTimeSizesAndDtypes) {
   expectKinds(kFilled, {{"aten::zeros", KernelKind::kOutVariant},
                         {"aten::ones", KernelKind::kOutVariant},
                         {"aten::full", KernelKind::kOutVariant}});
+}
+
+// Identity matrices and evenly spaced values of a run-time size, with and without a dtype;
+// ATen's errors for negative sizes, the runtime working on after them.
+TEST(FilledTensors, EyeAndLinspaceOfRunTimeSizes) {
+  const char* source = R"JIT(
+def forward(self, x, count: int):
+    n = x.size(-1)
+    return (torch.eye(n), torch.eye(n, count, dtype=4), x @ torch.eye(n),
+            torch.linspace(0, 1, count), torch.linspace(-2.5, n, n, dtype=7),
+            torch.linspace(3, 0, count, dtype=3))
+)JIT";
+  expectMatchesJit(source, {{{torch::randn({2, 3}), int64_t{4}}},
+                            {{torch::randn({1, 1}), int64_t{1}}},
+                            {{torch::randn({3, 5}), int64_t{0}}}});
+  expectKinds(source, {{"aten::eye", KernelKind::kOutVariant},
+                       {"aten::linspace", KernelKind::kOutVariant}});
+  StaticModule module(scriptModule(source));
+  try {
+    static_cast<void>(module({torch::randn({2, 3}), int64_t{-1}}));
+    ADD_FAILURE() << "a negative size ran";
+  } catch (const c10::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("0, got -1"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(
+      module({torch::randn({2, 3}), int64_t{2}}).toTupleRef().elements()[3].toTensor().numel(), 2);
 }
 
 // dtype and device arguments of run-time value (nn.LSTM's initial state, torchaudio's

@@ -1,4 +1,5 @@
-// roll and repeat_interleave out-variant kernels (ops/shapes/rearrangements.cpp) against the JIT.
+// roll, repeat_interleave and tile out-variant kernels (ops/shapes/rearrangements.cpp) against the
+// JIT.
 #include "ops/op_test_helpers.h"
 
 namespace srt::testing {
@@ -28,6 +29,20 @@ TEST(RepeatInterleave, ByAnIntMatchesTheJit) {
        {"torch.repeat_interleave(x, 2, 0)", "torch.repeat_interleave(x, 3, -1)",
         "torch.repeat_interleave(x, 2)", "torch.repeat_interleave(x, 1, 1)",
         "torch.repeat_interleave(x, 0, 1)"}) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x", expression);
+    expectAllOutVariant(source, 1);
+    for (const auto& make : {randnFloat, randintLong}) {
+      expectMatchesJit(source, shapes(make));
+    }
+  }
+}
+
+// Fewer, as many and more repeats than dimensions (the shorter side padded with leading ones).
+TEST(Tile, MatchesTheJit) {
+  for (const std::string expression :
+       {"torch.tile(x, [2])", "torch.tile(x, [2, 1, 3])", "torch.tile(x, [2, 1, 1, 2])",
+        "x.tile([0, 2])", "torch.tile(x, [])"}) {
     SCOPED_TRACE(expression);
     const std::string source = forwardReturning("x", expression);
     expectAllOutVariant(source, 1);
