@@ -4,6 +4,8 @@
 // the output, as the JIT operator does, without its stack or the dispatcher.
 #include <ATen/CPUFunctions.h>
 #include <ATen/ops/copy_native.h>
+#include <ATen/ops/fill_native.h>
+#include <ATen/ops/zero_native.h>
 
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
@@ -61,8 +63,28 @@ void copyInPlace(ProcessedNode& p) {
   p.output(0) = at::native::copy_(target, p.input(1).toTensor(), p.input(2).toBool());
 }
 
+// zero_ and fill_ on a view (`bias[n:2 * n].zero_()` in Swin V2's attention, `t[:, 0].fill_(v)`).
+void zeroInPlace(ProcessedNode& p) {
+  at::Tensor target = self(p);
+  p.output(0) = at::native::zero_(target);
+}
+
+void fillScalarInPlace(ProcessedNode& p) {
+  at::Tensor target = self(p);
+  p.output(0) = at::native::fill_(target, p.input(1).toScalar());
+}
+
+void fillTensorInPlace(ProcessedNode& p) {
+  at::Tensor target = self(p);
+  p.output(0) = at::native::fill_(target, p.input(1).toTensor());
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::zero_", kNative, tensorOverload<zeroInPlace>);
+SRT_REGISTER_KERNEL("aten::fill_", kNative, [](const Node* node, const KernelOptions&) {
+  return kernelForOverload(node, {{"Scalar", fillScalarInPlace}, {"Tensor", fillTensorInPlace}});
+});
 SRT_REGISTER_KERNEL("aten::add_", kNative, [](const Node* node, const KernelOptions&) {
   return kernelForOverload(node, {{"Tensor", withAlphaTensor<at::cpu::add_>},
                                   {"Scalar", withAlphaScalar<at::cpu::add_>}});

@@ -1,4 +1,4 @@
-// In-place add_/sub_/mul_/div_/copy_ native kernels (ops/elementwise/in_place.cpp) and
+// In-place add_/sub_/mul_/div_/copy_/zero_/fill_ native kernels (ops/elementwise/in_place.cpp) and
 // index_put_ / index_put (ops/indexing/index_put.cpp) against the JIT: the writes the mutation
 // removal keeps in place, into views and into tensors of another dtype.
 #include <gtest/gtest.h>
@@ -34,6 +34,24 @@ def forward(self, x, mask, y):
       source, {{{torch::randn({3, 4}), torch::randn({3, 4}), torch::randn({4})}},
                {{torch::randn({2, 5}), torch::randn({1, 5}), torch::randn({5})}},
                {{torch::randn({4, 3}), torch::randn({4, 3}, torch::kDouble), torch::randn({3})}}});
+}
+
+// zero_ and fill_ (a number or a 0-dim tensor) on views of a clone: Swin V2 zeroes the key part
+// of its qkv bias this way.
+TEST(InPlace, ZeroAndFillOfViewsMatchTheJit) {
+  const char* source = R"JIT(
+def forward(self, x, v):
+    b = x.clone()
+    n = x.size(-1) // 3
+    b[..., n:2 * n].zero_()
+    b[0].fill_(2.5)
+    b[-1, :1].fill_(v)
+    return b * 2.0
+)JIT";
+  expectKinds(source, {{"aten::zero_", KernelKind::kNative}, {"aten::fill_", KernelKind::kNative}});
+  expectMatchesJit(source, {{{torch::randn({3, 6}), torch::tensor(-1.0)}},
+                            {{torch::randn({2, 9}), torch::tensor(4.0)}},
+                            {{torch::randn({4, 3}), torch::tensor(0.5, torch::kDouble)}}});
 }
 
 // scatter_ of a tensor and of a value into a fresh tensor: nn.utils.rnn's invert_permutation
