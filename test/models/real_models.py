@@ -224,6 +224,8 @@ def _models() -> List[RealModel]:
         RealModel("alexnet", models.alexnet, _images(3, (1, 64, 64), (2, 80, 72)), zero_fallbacks=True),
         # Swin pads each stage to whole windows and shifts them with roll: any size runs.
         RealModel("swin_t", models.swin_t, _images(3, (1, 64, 64), (2, 48, 56)), zero_fallbacks=True),
+        # Swin V2: log-spaced continuous position bias, cosine attention, a qkv bias zeroed in place.
+        RealModel("swin_v2_t", models.swin_v2_t, _images(3, (1, 64, 64), (2, 48, 56)), zero_fallbacks=True),
         # ViT takes one image size (its position embedding); 32x32 in 16x16 patches is 4 tokens.
         RealModel("vit_b_16", _vit_with_random_head, _images(3, (1, 32, 32), (3, 32, 32)), zero_fallbacks=True),
         RealModel("lraspp_mobilenet_v3_large",
