@@ -1,5 +1,6 @@
 #include "passes/prepare.h"
 
+#include "passes/attribute_writes.h"
 #include "passes/describe_node.h"
 #include "passes/dtype_inference.h"
 
@@ -263,6 +264,9 @@ PreparedGraph prepareModule(const torch::jit::Module& module,
   std::shared_ptr<torch::jit::Graph> graph = flatten(unflattened);
 
   torch::jit::Value* self = graph->inputs().at(0);
+  if (self->hasUses() && forwardAttributeWrites(*graph)) {
+    torch::jit::EliminateDeadCode(graph);
+  }
   if (self->hasUses()) {
     // Names the attribute reads/writes and calls that freezing could not fold.
     checkSupported(*graph);

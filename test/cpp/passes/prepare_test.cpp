@@ -260,6 +260,51 @@ def forward(self, x):
   }
 }
 
+// torchvision's RAFT keeps its correlation pyramid on a submodule: written, appended to and read
+// in the same forward. Reads after the first write are values of the run.
+TEST(Prepare, AttributesWrittenBeforeTheyAreReadAreValuesOfTheRun) {
+  torch::jit::Module child("Pyramid");
+  child.register_attribute("levels", c10::ListType::ofTensors(), c10::List<at::Tensor>());
+  child.register_attribute("scale", c10::FloatType::get(), 1.0);
+  torch::jit::Module module("Flow");
+  module.register_module("pyramid", child);
+  module.define(R"JIT(
+def forward(self, x):
+    self.pyramid.levels = [x]
+    for i in range(2):
+        self.pyramid.levels.append(self.pyramid.levels[-1] * 0.5)
+    self.pyramid.scale = 2.0
+    total = self.pyramid.levels[0] * self.pyramid.scale
+    for level in self.pyramid.levels:
+        total = total + level.sum()
+    self.pyramid.scale = 3.0
+    return total * self.pyramid.scale
+)JIT");
+  module.eval();
+  expectMatchesJit(module, {{{torch::randn({2, 3})}}, {{torch::randn({4})}}});
+  const auto prepared = passes::prepareModule(module);
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::prim::SetAttr)) << *prepared.graph;
+  EXPECT_FALSE(containsKind(prepared.graph->block(), c10::prim::GetAttr)) << *prepared.graph;
+}
+
+// A read that may see an earlier run's value (the write in a branch) keeps the refusal.
+TEST(Prepare, RefusesAttributesWrittenOnlyOnSomePaths) {
+  torch::jit::Module module("Branchy");
+  module.register_attribute("scale", c10::FloatType::get(), 1.0);
+  module.define(R"JIT(
+def forward(self, x):
+    if bool(x.sum() > 0):
+        self.scale = 2.0
+    return x * self.scale
+)JIT");
+  try {
+    StaticModule static_module(module);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(), ::testing::HasSubstr("mutates its own attributes"));
+  }
+}
+
 TEST(Prepare, RefusesAModuleWithoutForward) {
   torch::jit::Module module("Empty");
   EXPECT_THROW(StaticModule{module}, c10::Error);
