@@ -231,6 +231,12 @@ def _models() -> List[RealModel]:
         RealModel("lraspp_mobilenet_v3_large",
                   lambda: models.segmentation.lraspp_mobilenet_v3_large(weights_backbone=None),
                   _images(3, (1, 64, 64), (2, 48, 40)), calibrated=True),
+        # RAFT keeps its correlation pyramid on a submodule (written, then read, in each forward),
+        # warps with grid_sample and refines with a GRU over 12 iterations.
+        RealModel("raft_small", models.optical_flow.raft_small,
+                  # The coarsest of its 4 correlation levels is 1/64 of the image: at least 2 pixels.
+                  [(torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128)),
+                   (torch.randn(2, 3, 128, 192), torch.randn(2, 3, 128, 192))], zero_fallbacks=True),
         RealModel("r3d_18", models.video.r3d_18,
                   [(torch.randn(1, 3, 4, 32, 32),), (torch.randn(2, 3, 8, 24, 28),)], zero_fallbacks=True,
                   calibrated=True),
