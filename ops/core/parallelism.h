@@ -7,6 +7,7 @@
 // a small model is faster on one thread than waking a second one for every node.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include <ATen/Parallel.h>
@@ -55,6 +56,12 @@ void splitIfWorthIt(int64_t n, int64_t grain, double single_thread_ns, const Bod
   }
 }
 
+// splitIfWorthIt on the runtime's own `workers` where it has them (ProcessedNode::workers): one
+// contiguous range per thread, each of at least `grain`; else on OpenMP's threads.
+template <typename Body>
+void splitIfWorthIt(WorkerPool* workers, int64_t n, int64_t grain, double single_thread_ns,
+                    const Body& body);
+
 // body(part, begin, end) for each of `parts` contiguous ranges [begin, end) of [0, n), on the
 // runtime's own `workers` where it has them, else on OpenMP's threads.
 template <typename Body>
@@ -71,6 +78,25 @@ void forEachPart(WorkerPool* workers, int64_t n, int64_t parts, const Body& body
       }
     });
   }
+}
+
+template <typename Body>
+void splitIfWorthIt(WorkerPool* workers, int64_t n, int64_t grain, double single_thread_ns,
+                    const Body& body) {
+  if (workers == nullptr) {
+    splitIfWorthIt(n, grain, single_thread_ns, body);
+    return;
+  }
+  if (n <= 0) {
+    return;
+  }
+  const int64_t parts =
+      std::min<int64_t>(workers->threads(), (n + grain - 1) / std::max<int64_t>(grain, 1));
+  if (parts <= 1 || !worthSplittingOver(*workers, single_thread_ns)) {
+    body(int64_t{0}, n);
+    return;
+  }
+  forEachPart(workers, n, parts, [&](int64_t, int64_t begin, int64_t end) { body(begin, end); });
 }
 
 } // namespace srt::ops

@@ -68,7 +68,7 @@ bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor
   for (int64_t n = 0; n < image.size(0); ++n) {
     vec::scaleRows(floatData(image) + n * pixels * channels,
                    floatData(scale) + (scale.size(0) == 1 ? 0 : n * channels),
-                   floatData(out) + n * pixels * channels, pixels, channels);
+                   floatData(out) + n * pixels * channels, pixels, channels, p.workers());
   }
   return true;
 }

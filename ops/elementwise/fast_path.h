@@ -78,18 +78,18 @@ inline void mapToOutput(ProcessedNode& p, vec::UnaryOp op, const at::Tensor& x,
                         vec::Params params = {}) {
   if (x.is_contiguous()) {
     at::Tensor& out = contiguousOutput(p, 0, x.sizes(), x.options());
-    vec::map(op, floatData(x), floatData(out), x.numel(), params);
+    vec::map(op, floatData(x), floatData(out), x.numel(), params, p.workers());
     return;
   }
   at::Tensor& out = outputTensorLike(p, 0, x);
   resizePreservingLayout(out, x);
-  vec::map(op, floatData(x), floatData(out), x.numel(), params);
+  vec::map(op, floatData(x), floatData(out), x.numel(), params, p.workers());
 }
 
 inline void mapToOutput(ProcessedNode& p, vec::BinaryOp op, const at::Tensor& x,
                         const at::Tensor& y, vec::Params params = {}) {
   at::Tensor& out = contiguousOutput(p, 0, x.sizes(), x.options());
-  vec::map(op, floatData(x), floatData(y), floatData(out), x.numel(), params);
+  vec::map(op, floatData(x), floatData(y), floatData(out), x.numel(), params, p.workers());
 }
 
 // A Scalar as ATen passes it to a tensor-tensor kernel: a 0-dim "wrapped number" tensor, which

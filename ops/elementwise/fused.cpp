@@ -354,7 +354,7 @@ void runNode(const CompiledNode& compiled, ProcessedNode& p) {
     if (bindFastPath(p, compiled, fast)) {
       at::Tensor& out = contiguousOutput(p, 0, fast.sizes, at::TensorOptions().dtype(at::kFloat));
       if (out.numel() > 0) {
-        run(*compiled.bytecode, fast.bindings.data(), floatData(out), out.numel());
+        run(*compiled.bytecode, fast.bindings.data(), floatData(out), out.numel(), p.workers());
       }
       return;
     }

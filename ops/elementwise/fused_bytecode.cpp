@@ -333,11 +333,12 @@ std::optional<Bytecode> compile(const Program& program, uint32_t num_inputs, std
   return Compiler(program, num_inputs).compile(why);
 }
 
-void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel) {
+void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel,
+         WorkerPool* workers) {
   static const RangeFunction range = pickRangeFunction();
   const double single_thread_ns =
       static_cast<double>(numel) * static_cast<double>(code.steps.size()) * kNanosecondsPerElement;
-  splitIfWorthIt(numel, kGrainSize, single_thread_ns,
+  splitIfWorthIt(workers, numel, kGrainSize, single_thread_ns,
                  [&](int64_t begin, int64_t end) { range(code, inputs, out, begin, end); });
 }
 

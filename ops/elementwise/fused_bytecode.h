@@ -92,8 +92,9 @@ struct InputBinding {
 };
 
 // out[0, numel) = the program over `inputs` (code.num_inputs of them). Splits large ranges over
-// the intra-op threads as ATen does.
-void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel);
+// the intra-op threads as ATen does: the runtime's own `workers` where the caller has them.
+void run(const Bytecode& code, const InputBinding* inputs, float* out, int64_t numel,
+         WorkerPool* workers = nullptr);
 
 // The same in one thread, for one range: what run() calls per chunk, built once per CPU
 // capability (ops/elementwise/cpu/fused_loops.cpp).

@@ -106,35 +106,40 @@ const Loops& widestLoops() {
 constexpr int64_t kGrainSize = 32768;
 
 // n elements' work split over the intra-op threads when the cost model says it pays.
-template <typename Body> void splitOverThreads(int64_t n, const Body& body) {
-  splitIfWorthIt(n, kGrainSize, static_cast<double>(n) * kNanosecondsPerElement, body);
+template <typename Body> void splitOverThreads(WorkerPool* workers, int64_t n, const Body& body) {
+  splitIfWorthIt(workers, n, kGrainSize, static_cast<double>(n) * kNanosecondsPerElement, body);
 }
 
 } // namespace
 
-void map(UnaryOp op, const float* x, float* out, int64_t n, Params params) {
+void map(UnaryOp op, const float* x, float* out, int64_t n, Params params, WorkerPool* workers) {
   const auto fn = loops().unary;
-  splitOverThreads(
-      n, [&](int64_t begin, int64_t end) { fn(op, x + begin, out + begin, end - begin, params); });
+  splitOverThreads(workers, n, [&](int64_t begin, int64_t end) {
+    fn(op, x + begin, out + begin, end - begin, params);
+  });
 }
 
-void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params) {
+void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params,
+         WorkerPool* workers) {
   const auto fn = loops().binary;
-  splitOverThreads(n, [&](int64_t begin, int64_t end) {
+  splitOverThreads(workers, n, [&](int64_t begin, int64_t end) {
     fn(op, x + begin, y + begin, out + begin, end - begin, params);
   });
 }
 
-void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n) {
+void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n,
+         WorkerPool* workers) {
   const auto fn = loops().ternary;
-  splitOverThreads(n, [&](int64_t begin, int64_t end) {
+  splitOverThreads(workers, n, [&](int64_t begin, int64_t end) {
     fn(op, x + begin, y + begin, z + begin, out + begin, end - begin);
   });
 }
 
 // Rows per task so that a task holds about kGrainSize floats.
-template <typename Body> void splitRowsOverThreads(int64_t rows, int64_t n, const Body& body) {
-  splitIfWorthIt(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n)),
+template <typename Body>
+void splitRowsOverThreads(int64_t rows, int64_t n, const Body& body,
+                          WorkerPool* workers = nullptr) {
+  splitIfWorthIt(workers, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n)),
                  static_cast<double>(rows * n) * kNanosecondsPerElement, body);
 }
 
@@ -161,11 +166,15 @@ void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bia
   widestLoops().row_times_matrix(x, w, ld, bias, y, k, n);
 }
 
-void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n) {
+void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n,
+               WorkerPool* workers) {
   const auto fn = widestLoops().scale_rows;
-  splitRowsOverThreads(rows, n, [&](int64_t begin, int64_t end) {
-    fn(x + begin * n, scale, out + begin * n, end - begin, n);
-  });
+  splitRowsOverThreads(
+      rows, n,
+      [&](int64_t begin, int64_t end) {
+        fn(x + begin * n, scale, out + begin * n, end - begin, n);
+      },
+      workers);
 }
 
 void sumRows(const float* x, int64_t rows, int64_t n, float* sums) {

@@ -4,6 +4,10 @@
 
 #include <cstdint>
 
+namespace srt::ops {
+class WorkerPool;
+} // namespace srt::ops
+
 namespace srt::ops::vec {
 
 // The element-wise formulas, by arity: the one list of them that the unfused kernels, the fused
@@ -78,10 +82,14 @@ struct Params {
 UnaryOp powFormula(double exponent, Params* params);
 
 // The loops below, over `n` contiguous floats; `out` may be one of the inputs. Above ATen's grain
-// size (32768 elements) the range is split over the intra-op threads, as ATen splits its own.
-void map(UnaryOp op, const float* x, float* out, int64_t n, Params params = {});
-void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params = {});
-void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n);
+// size (32768 elements) the range is split over the intra-op threads, as ATen splits its own: the
+// runtime's own `workers` where the caller has them (ProcessedNode::workers), else OpenMP's.
+void map(UnaryOp op, const float* x, float* out, int64_t n, Params params = {},
+         WorkerPool* workers = nullptr);
+void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params = {},
+         WorkerPool* workers = nullptr);
+void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n,
+         WorkerPool* workers = nullptr);
 
 // Row-wise kernels over `rows` contiguous rows of `n` floats, rows split over the intra-op threads
 // when there are enough of them. One call for a whole block of rows: the small rows of attention
@@ -110,8 +118,10 @@ void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bia
 
 // out[r, i] = x[r, i] * scale[i] over `rows` contiguous rows of n floats (a channels-last image
 // times one factor per channel: squeeze-excitation's scaling). One product per element, so
-// ATen's bits on any capability: it runs on the widest, rows split over the intra-op threads.
-void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n);
+// ATen's bits on any capability: it runs on the widest, rows split over the intra-op threads
+// (`workers` as for map).
+void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n,
+               WorkerPool* workers = nullptr);
 
 // sums[i] += x[0, i] + x[1, i] + ... over `rows` contiguous rows of n floats, each column summed
 // in row order (the same bits on any capability, so on the widest). On the caller's thread.

@@ -84,18 +84,27 @@ def test_runtime_pool_serves_threads_and_blocks_at_its_size():
         pool.intra_op_threads = -1
 
 
+class _SqueezeAndChain(torch.nn.Module):
+    """A squeeze-excitation scaling and a fused element-wise chain, large enough to split."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * torch.sigmoid(x.mean((2, 3), keepdim=True))
+        return torch.tanh(y) * 0.5 + y
+
+
 def test_runtime_pool_own_workers_split_kernels_and_match_eager():
-    # Convolutions in pieces, pooling and the classifier's single-row product in slices.
+    # Convolutions in pieces, element-wise ranges, pooling and the classifier's single-row product
+    # in slices.
     torch.manual_seed(0)
     eager = torch.nn.Sequential(
         torch.nn.Conv2d(3, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
         torch.nn.Conv2d(32, 32, 3, padding=1, groups=32), torch.nn.Hardswish(),
-        torch.nn.Conv2d(32, 64, 1), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-        torch.nn.Linear(64, 1000)).eval()
+        torch.nn.Conv2d(32, 64, 1), _SqueezeAndChain(), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(), torch.nn.Linear(64, 1000)).eval()
     module = static_runtime.StaticModule(torch.jit.script(eager))
     pool = static_runtime.RuntimePool(module, num_runtimes=2, intra_op_threads=2, workers="own")
     assert pool.workers == "own"
-    inputs = [torch.randn(1, 3, 64, 48), torch.randn(3, 3, 33, 35)]
+    inputs = [torch.randn(1, 3, 64, 48), torch.randn(3, 3, 66, 70)]
     with torch.no_grad():
         expected = [eager(x) for x in inputs]
     failures = []

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/core/processed_node.h"
+#include "ops/core/worker_pool.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/vectorized_loops.h"
 #include "ops/op_test_helpers.h"
@@ -111,6 +112,41 @@ TEST(ElementwiseFastPath, BinaryLoopsMatchAten) {
     ops::vec::map(ops::vec::TernaryOp::kMulAdd, x.data_ptr<float>(), y.data_ptr<float>(),
                   positive.data_ptr<float>(), out.data_ptr<float>(), n);
     expectClose(out, x * y + positive, "mul_add");
+  }
+}
+
+// On the runtime's own workers (two and three threads) the loops split into ranges whose results
+// are the whole's, bit for bit, for every arity and for the channel scaling rows.
+TEST(ElementwiseFastPath, LoopsOnOwnWorkersAreTheWhole) {
+  for (int threads : {2, 3}) {
+    ops::WorkerPool workers;
+    workers.resize(threads);
+    for (const int64_t n : {int64_t{19}, int64_t{100003}, int64_t{1} << 20}) {
+      const at::Tensor x = torch::randn({n});
+      const at::Tensor y = torch::randn({n});
+      at::Tensor whole = torch::empty_like(x);
+      at::Tensor split = torch::full_like(x, std::numeric_limits<float>::quiet_NaN());
+      ops::vec::map(UnaryOp::kSigmoid, x.data_ptr<float>(), whole.data_ptr<float>(), n);
+      ops::vec::map(UnaryOp::kSigmoid, x.data_ptr<float>(), split.data_ptr<float>(), n, {},
+                    &workers);
+      EXPECT_TRUE(torch::equal(whole, split)) << "sigmoid, " << n << " on " << threads;
+      split.fill_(std::numeric_limits<float>::quiet_NaN());
+      ops::vec::map(BinaryOp::kMul, x.data_ptr<float>(), y.data_ptr<float>(),
+                    split.data_ptr<float>(), n, {}, &workers);
+      EXPECT_TRUE(torch::equal(x * y, split)) << "mul, " << n << " on " << threads;
+      split.fill_(std::numeric_limits<float>::quiet_NaN());
+      ops::vec::map(ops::vec::TernaryOp::kMulAdd, x.data_ptr<float>(), y.data_ptr<float>(),
+                    x.data_ptr<float>(), split.data_ptr<float>(), n, &workers);
+      ops::vec::map(ops::vec::TernaryOp::kMulAdd, x.data_ptr<float>(), y.data_ptr<float>(),
+                    x.data_ptr<float>(), whole.data_ptr<float>(), n);
+      EXPECT_TRUE(torch::equal(whole, split)) << "mul_add, " << n << " on " << threads;
+    }
+    const at::Tensor image = torch::randn({4096, 96});
+    const at::Tensor scale = torch::randn({96});
+    at::Tensor scaled = torch::empty_like(image);
+    ops::vec::scaleRows(image.data_ptr<float>(), scale.data_ptr<float>(),
+                        scaled.data_ptr<float>(), 4096, 96, &workers);
+    EXPECT_TRUE(torch::equal(scaled, image * scale)) << "scale rows on " << threads;
   }
 }
 
