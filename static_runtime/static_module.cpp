@@ -4,6 +4,10 @@
 #include <fstream>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -36,6 +40,17 @@ size_t defaultPoolSize() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Hands the heap memory the build freed back to the system. Plain weights replaced by packed
+// ones and the passes' temporaries are freed during the build, but glibc keeps freed heap memory
+// mapped, and most of it is heap: after the first large block is freed, glibc's mmap threshold
+// rises above the size of a weight, so later weights come from the heap too. Without this,
+// resnet18 and efficientnet_b0 stayed about 8 MiB more resident after the build than they use.
+void releaseFreedHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 } // namespace
 
 StaticModule::StaticModule(const torch::jit::Module& module, StaticModuleOptions options)
@@ -51,7 +66,9 @@ StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions o
       unbound_values_(std::make_shared<const std::vector<at::Tensor>>(unbound_names_.size())),
       pass_reports_(passes::optimize(graph_, options_.passesToSkip())),
       program_(std::make_unique<const Program>(buildProgram(graph_, options_))),
-      pool_(std::make_unique<RuntimePool>(*this, defaultPoolSize())) {}
+      pool_(std::make_unique<RuntimePool>(*this, defaultPoolSize())) {
+  releaseFreedHeap();
+}
 
 StaticModule::~StaticModule() = default;
 
@@ -59,17 +76,22 @@ std::unique_ptr<StaticModule> StaticModule::load(const std::string& path,
                                                  StaticModuleOptions options) {
   TORCH_CHECK(std::ifstream(path).good(), "static_runtime: cannot open model file '", path,
               "': no such file or not readable");
-  torch::jit::Module module;
-  try {
-    torch::jit::ExtraFilesMap no_extra_files;
-    module = loadTorchScript(path, no_extra_files);
-  } catch (const std::exception& e) {
-    const c10::Error* error = dynamic_cast<const c10::Error*>(&e);
-    TORCH_CHECK(false, "static_runtime: '", path,
-                "' is not a TorchScript archive torch.jit.load can read: ",
-                error ? error->what_without_backtrace() : e.what());
+  std::unique_ptr<StaticModule> built;
+  {
+    torch::jit::Module module;
+    try {
+      torch::jit::ExtraFilesMap no_extra_files;
+      module = loadTorchScript(path, no_extra_files);
+    } catch (const std::exception& e) {
+      const c10::Error* error = dynamic_cast<const c10::Error*>(&e);
+      TORCH_CHECK(false, "static_runtime: '", path,
+                  "' is not a TorchScript archive torch.jit.load can read: ",
+                  error ? error->what_without_backtrace() : e.what());
+    }
+    built = std::make_unique<StaticModule>(module, options);
   }
-  return std::make_unique<StaticModule>(module, options);
+  releaseFreedHeap(); // the loaded module's own weights, gone with it
+  return built;
 }
 
 c10::IValue StaticModule::operator()(std::vector<c10::IValue> args, const Kwargs& kwargs) const {
