@@ -122,6 +122,25 @@ class AudioClassifier(nn.Module):
         return self.head(self.features(x))
 
 
+class MelSpectrogramClassifier(nn.Module):
+    """Audio tagging as it is usually written: torchaudio's MelSpectrogram and AmplitudeToDB in the
+    model, then a small CNN over the log-mel image."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import torchaudio
+
+        self.mel = torchaudio.transforms.MelSpectrogram(16000, n_fft=512, hop_length=160, n_mels=64)
+        self.db = torchaudio.transforms.AmplitudeToDB()
+        self.net = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Linear(32, 10))
+
+    def forward(self, wav: Tensor) -> Tensor:
+        return self.net(self.db(self.mel(wav)).unsqueeze(1))
+
+
 class PackedLstm(nn.Module):
     """Variable-length sequences the way NLP code batches them: pack_padded_sequence (unsorted
     lengths), a bidirectional LSTM on the packed data, pad_packed_sequence, a linear head."""
@@ -254,6 +273,8 @@ def _models() -> List[RealModel]:
         RealModel("transformer_encoder_decoder", EncoderDecoder,
                   [(torch.randn(2, 10, 64), torch.randn(2, 7, 64), _padding(2, 10), _padding(2, 7)),
                    (torch.randn(3, 12, 64), torch.randn(3, 5, 64), _padding(3, 12), _padding(3, 5))]),
+        RealModel("mel_spectrogram_classifier", MelSpectrogramClassifier,
+                  [(torch.randn(1, 16000),), (torch.randn(3, 12000),)], zero_fallbacks=True),
         RealModel("audio_conv1d_classifier", AudioClassifier,
                   [(torch.randn(1, 8, 50),), (torch.randn(3, 8, 37),)], zero_fallbacks=True),
         RealModel("lstm_projection", ProjectedLstm,
