@@ -63,6 +63,14 @@ void copyInPlace(ProcessedNode& p) {
   p.output(0) = at::native::copy_(target, p.input(1).toTensor(), p.input(2).toBool());
 }
 
+// index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1): rows
+// accumulated into a tensor the graph built (mixture-of-experts outputs, graph message passing).
+void indexAddInPlace(ProcessedNode& p) {
+  at::Tensor target = self(p);
+  p.output(0) = at::cpu::index_add_(target, p.input(1).toInt(), p.input(2).toTensor(),
+                                    p.input(3).toTensor(), p.input(4).toScalar());
+}
+
 // zero_ and fill_ on a view (`bias[n:2 * n].zero_()` in Swin V2's attention, `t[:, 0].fill_(v)`).
 void zeroInPlace(ProcessedNode& p) {
   at::Tensor target = self(p);
@@ -82,6 +90,7 @@ void fillTensorInPlace(ProcessedNode& p) {
 } // namespace
 
 SRT_REGISTER_KERNEL("aten::zero_", kNative, tensorOverload<zeroInPlace>);
+SRT_REGISTER_KERNEL("aten::index_add_", kNative, tensorOverload<indexAddInPlace>);
 SRT_REGISTER_KERNEL("aten::fill_", kNative, [](const Node* node, const KernelOptions&) {
   return kernelForOverload(node, {{"Scalar", fillScalarInPlace}, {"Tensor", fillTensorInPlace}});
 });

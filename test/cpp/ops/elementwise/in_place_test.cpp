@@ -1,6 +1,7 @@
-// In-place add_/sub_/mul_/div_/copy_/zero_/fill_ native kernels (ops/elementwise/in_place.cpp) and
-// index_put_ / index_put (ops/indexing/index_put.cpp) against the JIT: the writes the mutation
-// removal keeps in place, into views and into tensors of another dtype.
+// In-place add_/sub_/mul_/div_/copy_/zero_/fill_/index_add_ native kernels
+// (ops/elementwise/in_place.cpp) and index_put_ / index_put (ops/indexing/index_put.cpp) against
+// the JIT: the writes the mutation removal keeps in place, into views and into tensors of another
+// dtype.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -52,6 +53,23 @@ def forward(self, x, v):
   expectMatchesJit(source, {{{torch::randn({3, 6}), torch::tensor(-1.0)}},
                             {{torch::randn({2, 9}), torch::tensor(4.0)}},
                             {{torch::randn({4, 3}), torch::tensor(0.5, torch::kDouble)}}});
+}
+
+// index_add_ into a zero tensor, as a mixture of experts gathers its experts' rows back, with and
+// without alpha; an index out of range is ATen's error.
+TEST(InPlace, IndexAddMatchesTheJit) {
+  const char* source = R"JIT(
+def forward(self, x, rows, updates):
+    out = torch.zeros_like(x)
+    out.index_add_(0, rows, updates)
+    out.index_add_(0, rows, updates * 2.0, alpha=0.5)
+    return out + 1.0
+)JIT";
+  expectKinds(source, {{"aten::index_add_", KernelKind::kNative}});
+  expectMatchesJit(source,
+                   {{{torch::randn({5, 3}), torch::tensor({0, 2, 2}), torch::randn({3, 3})}},
+                    {{torch::randn({4, 2}), torch::tensor({3}), torch::randn({1, 2})}},
+                    {{torch::randn({6, 3}), torch::tensor({5, 0, 1, 5}), torch::randn({4, 3})}}});
 }
 
 // scatter_ of a tensor and of a value into a fresh tensor: nn.utils.rnn's invert_permutation
