@@ -123,6 +123,29 @@ def forward(self, x):
   }
 }
 
+// The interleaving copy split over two threads, the runtime's own and OpenMP's: ranges that start
+// and end inside an image, and that cross from one image to the next.
+TEST(Conversions, FewChannelImagesToChannelsLastOnTwoThreads) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return x.contiguous(memory_format=2)
+)JIT"));
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = workers;
+    StaticRuntime runtime(module, options);
+    for (const auto& x : {torch::randn({1, 3, 224, 224}), torch::randn({3, 3, 97, 101}),
+                          torch::randn({2, 4, 130, 129})}) {
+      for (int run = 0; run < 2; ++run) {
+        const at::Tensor y = runtime({x}).toTensor();
+        EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast)) << x.sizes();
+        EXPECT_TRUE(torch::equal(y, x)) << x.sizes();
+      }
+    }
+  }
+}
+
 TEST(Conversions, ChannelsLast3d) {
   const char* source = R"JIT(
 def forward(self, x):
