@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ops/core/processed_node.h"
-#include "ops/core/worker_pool.h"
 #include "ops/core/registry.h"
+#include "ops/core/worker_pool.h"
 #include "ops/elementwise/vectorized_loops.h"
 #include "ops/op_test_helpers.h"
 
@@ -144,8 +144,8 @@ TEST(ElementwiseFastPath, LoopsOnOwnWorkersAreTheWhole) {
     const at::Tensor image = torch::randn({4096, 96});
     const at::Tensor scale = torch::randn({96});
     at::Tensor scaled = torch::empty_like(image);
-    ops::vec::scaleRows(image.data_ptr<float>(), scale.data_ptr<float>(),
-                        scaled.data_ptr<float>(), 4096, 96, &workers);
+    ops::vec::scaleRows(image.data_ptr<float>(), scale.data_ptr<float>(), scaled.data_ptr<float>(),
+                        4096, 96, &workers);
     EXPECT_TRUE(torch::equal(scaled, image * scale)) << "scale rows on " << threads;
   }
 }

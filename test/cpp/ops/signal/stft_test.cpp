@@ -34,15 +34,21 @@ TEST(Stft, MatchesJit) {
 TEST(Stft, BadArgumentsAreAtensErrorsAndTheRuntimeKeepsWorking) {
   StaticModule module(scriptModule(kSpectra));
   const torch::Tensor window = torch::hann_window(64);
-  EXPECT_THAT([&] { module({torch::randn({40}), window}); },
-              ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("n_fft")));
-  EXPECT_THAT([&] { module({torch::randn({400}), torch::hann_window(50)}); },
-              ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("window")));
+  EXPECT_THAT(
+      [&] {
+        module({torch::randn({40}), window});
+      },
+      ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("n_fft")));
+  EXPECT_THAT(
+      [&] {
+        module({torch::randn({400}), torch::hann_window(50)});
+      },
+      ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("window")));
   const torch::Tensor x = torch::randn({400});
   const auto outputs = module({x, window}).toTupleRef().elements();
-  EXPECT_TRUE(torch::equal(outputs[1].toTensor(),
-                           torch::stft(x, 32, c10::nullopt, c10::nullopt, c10::nullopt, true,
-                                       c10::nullopt, true)));
+  EXPECT_TRUE(
+      torch::equal(outputs[1].toTensor(), torch::stft(x, 32, c10::nullopt, c10::nullopt,
+                                                      c10::nullopt, true, c10::nullopt, true)));
 }
 
 } // namespace
