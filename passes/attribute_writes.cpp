@@ -25,29 +25,14 @@ using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
-// "corr_block.corr_pyramid" for a GetAttr chain from `self`, if `value` is one.
-std::optional<std::string> objectPath(const Value* value, const Value* self) {
-  if (value == self) {
-    return std::string();
-  }
-  const Node* node = value->node();
-  if (node->kind() != c10::prim::GetAttr) {
-    return std::nullopt;
-  }
-  std::optional<std::string> base = objectPath(node->input(0), self);
-  if (!base) {
-    return std::nullopt;
-  }
-  return *base + "." + node->s(c10::attr::name);
-}
-
 // The attribute a GetAttr or SetAttr node names, as a path from `self`.
 std::optional<std::string> attributeOf(const Node* node, const Value* self) {
-  std::optional<std::string> object = objectPath(node->input(0), self);
+  std::optional<std::string> object = attributePath(node->input(0), self);
   if (!object) {
     return std::nullopt;
   }
-  return *object + "." + node->s(c10::attr::name);
+  const std::string& name = node->s(c10::attr::name);
+  return object->empty() ? name : *object + "." + name;
 }
 
 struct Access {
@@ -95,6 +80,22 @@ const Access* lastWriteBefore(const std::vector<Access>& writes, const Access& r
 }
 
 } // namespace
+
+std::optional<std::string> attributePath(const Value* value, const Value* self) {
+  if (value == self) {
+    return std::string();
+  }
+  const Node* node = value->node();
+  if (node->kind() != c10::prim::GetAttr) {
+    return std::nullopt;
+  }
+  std::optional<std::string> base = attributePath(node->input(0), self);
+  if (!base) {
+    return std::nullopt;
+  }
+  const std::string& name = node->s(c10::attr::name);
+  return base->empty() ? name : *base + "." + name;
+}
 
 bool forwardAttributeWrites(torch::jit::Graph& graph) {
   const Value* self = graph.inputs().at(0);

@@ -2,8 +2,12 @@
 // (attribute_writes.cpp says when that holds).
 #pragma once
 
+#include <optional>
+#include <string>
+
 namespace torch::jit {
 struct Graph;
+struct Value;
 } // namespace torch::jit
 
 namespace srt::passes {
@@ -12,5 +16,10 @@ namespace srt::passes {
 // attribute written earlier in the same run by the written value and drops the writes. Returns
 // whether anything changed.
 bool forwardAttributeWrites(torch::jit::Graph& graph);
+
+// The attribute path a prim::GetAttr chain from `self` reads ("fc1.weight", "" for `self`
+// itself), if `value` is one.
+std::optional<std::string> attributePath(const torch::jit::Value* value,
+                                         const torch::jit::Value* self);
 
 } // namespace srt::passes

@@ -151,24 +151,6 @@ void checkTensorAttribute(const torch::jit::Module& module, const std::string& p
   }
 }
 
-// The attribute path a prim::GetAttr chain from `self` reads ("fc1.weight"), if it is one.
-std::optional<std::string> attributePath(const torch::jit::Value* value,
-                                         const torch::jit::Value* self) {
-  if (value == self) {
-    return std::string();
-  }
-  const torch::jit::Node* node = value->node();
-  if (node->kind() != c10::prim::GetAttr) {
-    return std::nullopt;
-  }
-  std::optional<std::string> base = attributePath(node->input(0), self);
-  if (!base) {
-    return std::nullopt;
-  }
-  const std::string& name = node->s(c10::attr::name);
-  return base->empty() ? name : *base + "." + name;
-}
-
 void readsAsInputs(torch::jit::Block& block, const torch::jit::Value* self,
                    const std::vector<std::string>& names,
                    const std::vector<torch::jit::Value*>& inputs) {
