@@ -20,6 +20,52 @@
 
 namespace srt::ops {
 
+namespace {
+
+// Where a packed weight keeps whole blocks of its columns contiguous (blocked with N outermost,
+// as brgemm's BA16a64b): the block width, and the elements from one block of columns to the next.
+struct ColumnBlocks {
+  int64_t width = 0;
+  int64_t stride = 0;
+};
+
+std::optional<ColumnBlocks> columnBlocks(const dnnl::memory::desc& desc) {
+  const dnnl_memory_desc_t& md = desc.data;
+  if (md.ndims != 2 || md.format_kind != dnnl_blocked || md.offset0 != 0) {
+    return std::nullopt;
+  }
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  int64_t width = 1;
+  for (int i = 0; i < blocking.inner_nblks; ++i) {
+    if (blocking.inner_idxs[i] == 1) {
+      width *= blocking.inner_blks[i];
+    }
+  }
+  // N outermost: a block of columns spans every (padded) row.
+  if (blocking.strides[1] != md.padded_dims[0] * width || md.padded_dims[1] % width != 0) {
+    return std::nullopt;
+  }
+  return ColumnBlocks{width, blocking.strides[1]};
+}
+
+// Whether a packed float32 weight's column blocks are each a row-major [k, width] matrix (K
+// blocked by any count first, as in BA16a64b, or not at all): what vec::rowTimesMatrix reads,
+// block by block, zero in the padding as oneDNN's reorders leave it.
+bool rowMajorBlocks(const dnnl::memory::desc& desc, const ColumnBlocks& blocks) {
+  const dnnl_memory_desc_t& md = desc.data;
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  if (md.data_type != dnnl_f32 || blocks.width % vec::kRowTimesMatrixAlignment != 0) {
+    return false;
+  }
+  if (blocking.inner_nblks == 1) {
+    return blocking.inner_idxs[0] == 1 && blocking.strides[0] == blocks.width;
+  }
+  return blocking.inner_nblks == 2 && blocking.inner_idxs[0] == 0 && blocking.inner_idxs[1] == 1 &&
+         blocking.strides[0] == blocking.inner_blks[0] * blocks.width;
+}
+
+} // namespace
+
 // The right operand in oneDNN's preferred layout, shared read-only by all runtimes of a module.
 struct OneDnnPackedWeight {
   int64_t k = 0;
@@ -31,6 +77,11 @@ struct OneDnnPackedWeight {
   // size, 2-4x the product itself at MLP sizes (K, N <= 128: 0.3-0.7 us with
   // vec::rowTimesMatrix on this project's machines).
   at::Tensor row_weight;
+  // Larger float32 weights whose packed layout is row-major blocks of columns (brgemm's
+  // BA16a64b): those blocks, read in place for single rows. A single row streams the weight from
+  // memory, and oneDNN's kernel took twice as long as reading it (mobilenet_v3_small's 4 MB
+  // classifier: 277 vs 159 us from DRAM).
+  std::optional<ColumnBlocks> row_blocks;
   // Few outputs only (N < kFewOutputs, e.g. a score or a logit): the weight as linear stores it,
   // [N, K] contiguous, so each output of each row is one vec::dot. oneDNN pads N to its 16- or
   // 64-wide blocks there: DeepAndWide's final [64, 51] x [51, 1] took 2.3 us through it.
@@ -50,8 +101,8 @@ using PackedWeight = OneDnnPackedWeight;
 constexpr int64_t kPackingRows = 64;
 
 // Weights up to 128 KB (half this machine's L2) also keep a copy for single rows: larger ones
-// stream from memory either way, and there oneDNN's blocked kernel was faster (K = 2048, N = 256:
-// 24 vs 46 us).
+// stream from memory either way, and are read in their packed blocks (row_blocks), which stream
+// faster than the copy's long rows (K = 2048, N = 256: 24 vs 46 us).
 constexpr int64_t kRowProductMaxFloats = int64_t{1} << 15;
 constexpr int64_t kFewOutputs = 8;
 // Products up to this many multiply-adds run as dot products when N is that small.
@@ -87,6 +138,10 @@ std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight,
   dnnl::stream stream(oneDnnEngine());
   dnnl::reorder(from, to).execute(stream, from, to);
   stream.wait();
+  const std::optional<ColumnBlocks> blocks = columnBlocks(packed->desc);
+  if (blocks && rowMajorBlocks(packed->desc, *blocks)) {
+    packed->row_blocks = blocks;
+  }
   if (k * n <= kRowProductMaxFloats) {
     const int64_t ld = (n + vec::kRowTimesMatrixAlignment - 1) / vec::kRowTimesMatrixAlignment *
                        vec::kRowTimesMatrixAlignment;
@@ -205,32 +260,6 @@ struct OneDnnGemmState final : NodeState {
   int64_t first_column = 0;
   size_t scratch_offset = 0;
 };
-
-// Where a packed weight keeps whole blocks of its columns contiguous (blocked with N outermost,
-// as brgemm's BA16a64b): the block width, and the elements from one block of columns to the next.
-struct ColumnBlocks {
-  int64_t width = 0;
-  int64_t stride = 0;
-};
-
-std::optional<ColumnBlocks> columnBlocks(const memory::desc& desc) {
-  const dnnl_memory_desc_t& md = desc.data;
-  if (md.ndims != 2 || md.format_kind != dnnl_blocked || md.offset0 != 0) {
-    return std::nullopt;
-  }
-  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
-  int64_t width = 1;
-  for (int i = 0; i < blocking.inner_nblks; ++i) {
-    if (blocking.inner_idxs[i] == 1) {
-      width *= blocking.inner_blks[i];
-    }
-  }
-  // N outermost: a block of columns spans every (padded) row.
-  if (blocking.strides[1] != md.padded_dims[0] * width || md.padded_dims[1] % width != 0) {
-    return std::nullopt;
-  }
-  return ColumnBlocks{width, blocking.strides[1]};
-}
 
 // Columns [first, first + count) of a packed weight (`first` a multiple of the block width): the
 // same layout with fewer columns, to be read from the weight's data plus columnOffsetBytes.
@@ -447,7 +476,7 @@ bool runDenseLinear(ProcessedNode& p, const at::Tensor& x, const PackedWeight& p
   const int64_t m = x.numel() / packed.k;
   const bool dots =
       packed.output_rows.defined() && m * packed.k * packed.n <= kDotProductMaxMultiplyAdds;
-  if ((m == 1 && packed.row_weight.defined()) || dots) {
+  if ((m == 1 && (packed.row_weight.defined() || packed.row_blocks)) || dots) {
     at::Tensor& out = outputTensorLike(p, 0, x);
     at::native::resize_(out, out_sizes);
     const float* in = static_cast<const float*>(x.data_ptr());
@@ -461,9 +490,26 @@ bool runDenseLinear(ProcessedNode& p, const at::Tensor& x, const PackedWeight& p
                                   (b == nullptr ? 0.f : b[j]);
         }
       }
+    } else if (!packed.row_weight.defined()) {
+      // Bound by reading the weight once: its blocks of columns split over the workers.
+      const ColumnBlocks blocks = *packed.row_blocks;
+      const float* w = static_cast<const float*>(packed.storage.data_ptr());
+      const int64_t count = (packed.n + blocks.width - 1) / blocks.width;
+      WorkerPool* workers = p.workers();
+      const int64_t parts =
+          std::min<int64_t>(count, threadsFor(workers, static_cast<double>(packed.k * packed.n) *
+                                                           kNanosecondsPerElement));
+      forEachPart(workers, count, parts, [&](int64_t, int64_t first, int64_t last) {
+        for (int64_t block = first; block < last; ++block) {
+          const int64_t begin = block * blocks.width;
+          vec::rowTimesMatrix(in, w + block * blocks.stride, blocks.width,
+                              b == nullptr ? nullptr : b + begin, o + begin, packed.k,
+                              std::min(blocks.width, packed.n - begin));
+        }
+      });
     } else {
-      // Bound by reading the weight once, at about an element-wise pass's rate per element
-      // (mobilenet_v3_small's classifier: 4 MB); split into column slices of whole vectors.
+      // Bound by reading the weight once, at about an element-wise pass's rate per element;
+      // split into column slices of whole vectors.
       const int64_t ld = packed.row_weight.size(1);
       const float* w = static_cast<const float*>(packed.row_weight.data_ptr());
       constexpr int64_t kSlice = vec::kRowTimesMatrixAlignment;

@@ -19,13 +19,13 @@ using srt::GemmBackend;
 const std::vector<GemmBackend> kBackends{GemmBackend::kOneDnn, GemmBackend::kOpenBlas,
                                          GemmBackend::kAten};
 
-// The IR's inputs %w ([24, 16]) and %b ([24]), the last two, replaced by constants: the weight
-// the oneDNN backend pre-packs.
-std::shared_ptr<torch::jit::Graph> withConstantWeights(const std::string& ir,
-                                                       int64_t outputs = 24) {
+// The IR's inputs %w ([outputs, features]) and %b ([outputs]), the last two, replaced by
+// constants: the weight the oneDNN backend pre-packs.
+std::shared_ptr<torch::jit::Graph> withConstantWeights(const std::string& ir, int64_t outputs = 24,
+                                                       int64_t features = 16) {
   auto graph = parsedGraph(ir);
   const size_t n = graph->inputs().size();
-  const at::Tensor tensors[] = {torch::randn({outputs, 16}), torch::randn({outputs})};
+  const at::Tensor tensors[] = {torch::randn({outputs, features}), torch::randn({outputs})};
   for (size_t i = 0; i < 2; ++i) {
     const torch::jit::WithInsertPoint start(graph->block()->nodes().front());
     torch::jit::Value* input = graph->inputs()[n - 2];
@@ -92,6 +92,15 @@ TEST_P(FusedLinearActivation, FewOutputsMatchUnfusedOps) {
   }
 }
 
+// A weight too large for the single-row copy (ops/gemm/onednn.cpp): single rows read oneDNN's
+// packed blocks of columns in place; 1000 outputs end in a partial block, 40 features in a
+// partial block of rows.
+TEST_P(FusedLinearActivation, LargeWeightMatchesUnfusedOps) {
+  expectEveryBackendMatchesJit(
+      withConstantWeights(activationGraph(GetParam()), 1000, 40),
+      {{torch::randn({1, 40})}, {torch::randn({40})}, {torch::randn({3, 40})}});
+}
+
 INSTANTIATE_TEST_SUITE_P(FusedGemm, FusedLinearActivation,
                          ::testing::Values("none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh",
                                            "silu"));
@@ -128,6 +137,14 @@ TEST(FusedGemm, ResidualInEitherOrderWithAlpha) {
        {torch::randn({2, 3, 16}), torch::randn({3, 24}), torch::randn({3, 1})},
        // A strided residual: the broadcasting path.
        {torch::randn({4, 16}), torch::randn({24, 4}).t(), torch::randn({24})}});
+}
+
+TEST(FusedGemm, LargeWeightWithResiduals) {
+  expectEveryBackendMatchesJit(
+      withConstantWeights(kResiduals, 1000, 40),
+      {{torch::randn({1, 40}), torch::randn({1, 1000}), torch::randn({1000})},
+       {torch::randn({1, 1, 40}), torch::randn({1, 1, 1000}), torch::randn({1, 1000})},
+       {torch::randn({2, 40}), torch::randn({2, 1000}), torch::randn({1000})}});
 }
 
 TEST(FusedGemm, FewOutputsWithResiduals) {
