@@ -1047,9 +1047,11 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
 // Where Winograd measured faster, in resnet18 on this AVX-512 machine at 1 thread, its tile
 // reorders included: 3x3 stride-1 layers of 64 and 128 channels (26.1 -> 23.5 ms). Fewer
 // channels: the tile transforms cost more than the multiplications saved (32 channels measured
-// slower alone). More: at the small images such layers see (14x14 and below), reading a weight
-// 16/9 the size cost what was saved (the 256- and 512-channel layers gained nothing), and the
-// model would hold 7/9 of those large weights more.
+// slower alone). More: at the small images such layers see (14x14 and below), reading the
+// larger weight cost what was saved (the 256- and 512-channel layers gained nothing). The
+// weight grows: oneDNN 2.6 takes F(2x2, 3x3) for 64 channels (16/9 the direct weight) and
+// F(4x4, 3x3) for 128 (4x): resnet18 holds 5.6 MiB more, for 11% of its time at batch 1 and 8
+// (the 128-channel layers alone: 28.5 -> 25.5 ms, AMD EPYC, 1 thread, one process).
 bool winogradSuits(const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
   const ConvArguments& a = w.arguments;
   constexpr int64_t kMinChannels = 64;
