@@ -2,6 +2,10 @@
 // (`torch.zeros(x.size(0), 8)`, `x.new_zeros(n, m)`, `torch.full_like(scores, -inf)`):
 // out-variant kernels filling the node's reused output. Sizes known when the module is built are
 // folded to constants before this; these are the ones that depend on the inputs.
+// aten::rand, randn, randint and their *_like forms (noise a model draws in eval too: torchaudio's
+// masking, a VAE's sampling) fill it with draws, as ATen does (uniform_, normal_, random_ from the
+// default generator, so a seeded run draws what the JIT draws). Never folded: the JIT marks them
+// nondeterministic.
 #include <ATen/CPUFunctions.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
@@ -48,6 +52,20 @@ void fillOutput(ProcessedNode& p, at::IntArrayRef sizes, size_t first, at::Scala
   at::Tensor& out = contiguousOutput(p, 0, sizes, placement.options);
   if (value) {
     out.fill_(*value);
+  }
+}
+
+// What ATen draws into a fresh tensor for rand (uniform on [0, 1)), randn (standard normal) and
+// randint (integers in [low, high)).
+enum class Draw { kUniform, kNormal, kIntegers };
+
+template <Draw kDraw> void draw(at::Tensor& out, int64_t low = 0, int64_t high = 0) {
+  if constexpr (kDraw == Draw::kUniform) {
+    out.uniform_(0, 1);
+  } else if constexpr (kDraw == Draw::kNormal) {
+    out.normal_(0, 1);
+  } else {
+    out.random_(low, high);
   }
 }
 
@@ -156,6 +174,35 @@ std::optional<KernelFunction> empty(const Node* node, const KernelOptions&) {
   return KernelFunction(filledOfSize<-1>);
 }
 
+// rand / randn (size, *, dtype, layout, device, pin_memory)
+template <Draw kDraw> void drawnOfSize(ProcessedNode& p) {
+  fillOutput(p, p.input(0).toDimVector(), 1, defaultDtype(), at::kCPU, c10::nullopt);
+  draw<kDraw>(p.output(0).toTensor());
+}
+
+// randint (high, size, *, dtype, ...) and randint.low (low, high, size, *, dtype, ...): int64
+// unless told otherwise.
+template <bool kLow> void randomIntegers(ProcessedNode& p) {
+  constexpr size_t kSize = kLow ? 2 : 1;
+  fillOutput(p, p.input(kSize).toDimVector(), kSize + 1, at::kLong, at::kCPU, c10::nullopt);
+  draw<Draw::kIntegers>(p.output(0).toTensor(), kLow ? p.input(0).toInt() : 0,
+                        p.input(kSize - 1).toInt());
+}
+
+// rand_like / randn_like (self, *, dtype, ...): self's sizes, as filledLike.
+template <Draw kDraw, bool kContiguous> void drawnLike(ProcessedNode& p) {
+  fillLike(p, 1, c10::nullopt, kContiguous);
+  draw<kDraw>(p.output(0).toTensor());
+}
+
+// randint_like (self, high, *, dtype, ...) and randint_like.low_dtype (self, low, high, *, ...).
+template <bool kLow, bool kContiguous> void randomIntegersLike(ProcessedNode& p) {
+  constexpr size_t kHigh = kLow ? 2 : 1;
+  fillLike(p, kHigh + 1, c10::nullopt, kContiguous);
+  draw<Draw::kIntegers>(p.output(0).toTensor(), kLow ? p.input(1).toInt() : 0,
+                        p.input(kHigh).toInt());
+}
+
 // eye(n[, m], *, dtype, layout, device, pin_memory): `torch.eye(x.size(-1))`, ATen's checks.
 void eye(ProcessedNode& p, int64_t n, int64_t m, size_t first) {
   const Placement placement = readPlacement(p, first, defaultDtype(), at::kCPU);
@@ -213,6 +260,32 @@ SRT_REGISTER_KERNEL("aten::full_like", kOutVariant, [](const Node* node, const K
 });
 SRT_REGISTER_KERNEL("aten::new_full", kOutVariant, [](const Node* node, const KernelOptions&) {
   return takeOverload(node, "", 7, newFull);
+});
+SRT_REGISTER_KERNEL("aten::rand", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 5, drawnOfSize<Draw::kUniform>);
+});
+SRT_REGISTER_KERNEL("aten::randn", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return takeOverload(node, "", 5, drawnOfSize<Draw::kNormal>);
+});
+SRT_REGISTER_KERNEL("aten::randint", kOutVariant, [](const Node* node, const KernelOptions&) {
+  auto high_only = takeOverload(node, "", 6, randomIntegers<false>);
+  return high_only ? high_only : takeOverload(node, "low", 7, randomIntegers<true>);
+});
+SRT_REGISTER_KERNEL("aten::rand_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return likeFactory(node, 1, drawnLike<Draw::kUniform, false>, drawnLike<Draw::kUniform, true>);
+});
+SRT_REGISTER_KERNEL("aten::randn_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  return likeFactory(node, 1, drawnLike<Draw::kNormal, false>, drawnLike<Draw::kNormal, true>);
+});
+SRT_REGISTER_KERNEL("aten::randint_like", kOutVariant, [](const Node* node, const KernelOptions&) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (schema != nullptr && schema->overload_name() == "low_dtype") {
+    return likeFactory(node, 3, randomIntegersLike<true, false>, randomIntegersLike<true, true>);
+  }
+  if (schema != nullptr && schema->overload_name().empty()) {
+    return likeFactory(node, 2, randomIntegersLike<false, false>, randomIntegersLike<false, true>);
+  }
+  return std::optional<KernelFunction>();
 });
 
 } // namespace srt::ops

@@ -74,6 +74,67 @@ def forward(self, x):
                             {{torch::randint(0, 5, {4})}}});
 }
 
+// rand / randn / randint and their *_like forms (torchaudio's masking, a VAE's sampling) draw
+// what the JIT draws from the same seed, with their dtypes and run-time sizes; a second run draws
+// anew (nothing folded or kept); ATen's error for an empty range, the runtime working on after it.
+TEST(FilledTensors, RandomTensorsDrawWhatTheJitDraws) {
+  const char* source = R"JIT(
+def forward(self, x, high: int):
+    n = x.size(0)
+    return (torch.rand(n, 3), torch.randn([2, n], dtype=7), torch.rand_like(x),
+            torch.randn_like(x, dtype=7), torch.randint(high, [n, 2]),
+            torch.randint(-3, high, [n], dtype=3), torch.randint_like(x, high),
+            torch.randint_like(x, 1, high), x * torch.rand(1))
+)JIT";
+  expectKinds(source, {{"aten::rand", KernelKind::kOutVariant},
+                       {"aten::randn", KernelKind::kOutVariant},
+                       {"aten::rand_like", KernelKind::kOutVariant},
+                       {"aten::randn_like", KernelKind::kOutVariant},
+                       {"aten::randint", KernelKind::kOutVariant},
+                       {"aten::randint_like", KernelKind::kOutVariant}});
+  torch::jit::Module module = scriptModule(source);
+  StaticModule ours(module);
+  const std::vector<std::vector<c10::IValue>> input_sets = {{torch::randn({4, 2}), int64_t{7}},
+                                                            {torch::randn({1, 5}).t(), int64_t{2}}};
+  for (size_t set = 0; set < input_sets.size(); ++set) {
+    for (int run = 0; run < 2; ++run) {
+      SCOPED_TRACE("input set " + std::to_string(set) + ", run " + std::to_string(run));
+      torch::manual_seed(run);
+      const auto expected = module.forward(input_sets[set]).toTupleRef().elements().vec();
+      torch::manual_seed(run);
+      const auto actual = ours(input_sets[set]).toTupleRef().elements().vec();
+      const auto again = ours(input_sets[set]).toTupleRef().elements().vec();
+      ASSERT_EQ(expected.size(), actual.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const at::Tensor& want = expected[i].toTensor();
+        const at::Tensor& got = actual[i].toTensor();
+        EXPECT_EQ(want.scalar_type(), got.scalar_type()) << "output " << i;
+        EXPECT_EQ(want.strides(), got.strides()) << "output " << i;
+        EXPECT_TRUE(torch::equal(want, got)) << "output " << i;
+        // rand and randn (randint_like of a float tensor is float too, but may repeat).
+        if (want.is_floating_point() && !torch::equal(got, got.round())) {
+          EXPECT_FALSE(torch::equal(got, again[i].toTensor())) << "output " << i << " drawn once";
+        }
+      }
+    }
+  }
+  try {
+    static_cast<void>(ours({torch::randn({2, 2}), int64_t{-3}}));
+    ADD_FAILURE() << "an empty range drew";
+  } catch (const c10::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("random_ expects 'from' to be less than 'to'"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(ours({torch::randn({3, 2}), int64_t{5}})
+                    .toTupleRef()
+                    .elements()[4]
+                    .toTensor()
+                    .max()
+                    .item<int64_t>() < 5,
+            true);
+}
+
 // x.new_zeros / new_ones / new_full take x's dtype unless told otherwise (Swin's attention mask).
 TEST(FilledTensors, NewFilledTensorsMatchTheJit) {
   const char* source = R"JIT(
