@@ -1,6 +1,8 @@
 #include "passes/fusion_patterns.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_set>
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -46,6 +48,79 @@ std::vector<std::pair<std::string, std::string>> sourceRangePairs(const FusionPa
   return pairs;
 }
 
+// Whether `node` (or a node of its blocks) may write to memory or have another effect: an op
+// whose schema writes an argument (in-place ops, list appends, copy_ into a view), or one the
+// JIT counts as having side effects.
+bool mayMutate(const torch::jit::Node* node) {
+  if (node->hasSideEffects()) {
+    return true;
+  }
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (schema != nullptr && schema->is_mutable()) {
+    return true;
+  }
+  for (const torch::jit::Block* block : node->blocks()) {
+    for (const torch::jit::Node* inner : block->nodes()) {
+      if (mayMutate(inner)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Whether the rewriter may put `match`'s replacement where it does: right after the last node
+// that defines one of the match's inputs, which can be before nodes that write into those inputs
+// (torchvision's detection transform fills a zero batch through copy_ into views in a loop; the
+// backbone's first convolution, fused, moved above that loop and read zeros). Accepted when no
+// node between that point and the first matched node may write anything, and the inputs are
+// defined in the match's own block (else the replacement would leave it).
+bool keepsItsPlace(const torch::jit::Match& match) {
+  const torch::jit::Node* first = nullptr;
+  for (const auto& [pattern_node, node] : match.nodes_map) {
+    if (pattern_node->kind() != c10::prim::Param && pattern_node->kind() != c10::prim::Return &&
+        (first == nullptr || node->isBefore(first))) {
+      first = node;
+    }
+  }
+  if (first == nullptr) {
+    return true;
+  }
+  const torch::jit::Block* block = first->owningBlock();
+  std::unordered_set<const torch::jit::Node*> matched;
+  for (const auto& [pattern_node, node] : match.nodes_map) {
+    matched.insert(node);
+  }
+  std::unordered_set<const torch::jit::Node*> definitions;
+  for (const auto& [pattern_value, value] : match.values_map) {
+    const torch::jit::Node* definition = value->node();
+    if (matched.count(definition) == 0) {
+      definitions.insert(definition);
+    }
+  }
+  // The rewriter's place: after the last definition, which is in this block when any is (those
+  // of enclosing blocks come before every node of it).
+  const torch::jit::Node* last = nullptr;
+  for (const torch::jit::Node* definition : definitions) {
+    if (definition->owningBlock() == block && (last == nullptr || last->isBefore(definition))) {
+      last = definition;
+    }
+  }
+  if (last == nullptr) {
+    return false; // the replacement would move into an enclosing block
+  }
+  // Every node the matched nodes would move across, either way.
+  const bool moves_up = last->isBefore(first);
+  const torch::jit::Node* from = moves_up ? last->next() : first->next();
+  const torch::jit::Node* to = moves_up ? first : last->next();
+  for (const torch::jit::Node* node = from; node != to; node = node->next()) {
+    if (matched.count(node) == 0 && mayMutate(node)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 void registerFusionPattern(const std::string& family, FusionPattern pattern) {
@@ -69,7 +144,8 @@ bool applyFusionPatterns(const std::string& family, std::shared_ptr<torch::jit::
     rewriter.runOnGraph(graph,
                         [&](const torch::jit::Match& match,
                             const std::unordered_map<std::string, torch::jit::Value*>& values) {
-                          const bool accepted = !pattern.filter || pattern.filter(match, values);
+                          const bool accepted = keepsItsPlace(match) &&
+                                                (!pattern.filter || pattern.filter(match, values));
                           accepted_any = accepted_any || accepted;
                           return accepted;
                         });

@@ -86,6 +86,31 @@ def forward(self, x):
   EXPECT_EQ(countKind(*result, "srt::fused_conv2d"), 0u) << *result;
 }
 
+// The input is written between its definition and the convolution (torchvision's detection
+// transform: a zero batch filled through copy_ into views, in a loop). The rewriter would put the
+// fused node right after the input's definition, above the writes: left unfused there, and the
+// same form without writes still fuses.
+TEST(ConvFusion, NeverMovesAboveWritesToTheInput) {
+  const torch::jit::Module module = convModule(16, R"JIT(
+def forward(self, x):
+    batch = x.new_zeros([x.size(0), 8, x.size(2) + 2, x.size(3)])
+    for i in range(x.size(0)):
+        batch[i, :, 1:x.size(2) + 1].copy_(x[i])
+    written = torch.relu(torch.conv2d(batch, self.w, self.b, 1, 1))
+    batch2 = x.new_zeros([x.size(0), 8, x.size(2), x.size(3)])
+    batch2.add_(x)
+    added = torch.relu(torch.conv2d(batch2, self.w, self.b, 1, 1))
+    plain = torch.relu(torch.conv2d(x * 2.0, self.w, self.b, 1, 1))
+    return written, added, plain
+)JIT");
+  auto graph = passes::prepareModule(module).graph;
+  auto result = expectPassPreservesResults(passes::fuseConvEpilogues, graph,
+                                           {{torch::randn({2, 8, 5, 6})}}, true, 1e-4);
+  EXPECT_EQ(countKind(*result, "srt::fused_conv2d"), 1u) << *result;
+  expectMatchesJit(module, {{{torch::randn({2, 8, 5, 6})}, {}}, {{torch::randn({1, 8, 3, 4})}, {}}},
+                   {}, 1e-4);
+}
+
 // The same forms after conv3d (video networks: r3d_18's ReLUs and residual adds) become
 // srt::fused_conv3d.
 TEST(ConvFusion, FusesThreeDimensionalConvolutions) {
