@@ -8,6 +8,16 @@
 // each read is the value of the last write before it: the reads are replaced by those values and
 // the writes dropped. A read that may see an earlier run's value (one before any write, or writes
 // inside a branch or loop) leaves the attribute alone, and checkSupported names it.
+//
+// Objects the forward creates itself (prim::CreateObject: a TorchScript class used as a record,
+// torchvision's ImageList) are values of the run by construction; where every use of one is a
+// read or write of its attributes, the same forwarding applies with the object in place of
+// `self`, and the object goes once nothing reads it.
+//
+// What remains mutated on `self` is state across runs (a warn-once flag). Scalar attributes of
+// it become cells (ops/containers/attribute_cell.h) holding the value the module had when built,
+// one per StaticModule as the module holds one for eager: reads and writes go to the cell, in
+// the order the forward makes them. The caller's module itself is not written.
 #include "passes/attribute_writes.h"
 
 #include <algorithm>
@@ -16,7 +26,10 @@
 #include <string>
 #include <vector>
 
+#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
+
+#include "ops/containers/attribute_cell.h"
 
 namespace srt::passes {
 namespace {
@@ -97,10 +110,12 @@ std::optional<std::string> attributePath(const Value* value, const Value* self) 
   return base->empty() ? name : *base + "." + name;
 }
 
-bool forwardAttributeWrites(torch::jit::Graph& graph) {
-  const Value* self = graph.inputs().at(0);
+namespace {
+
+// forwardAttributeWrites for the attributes of `root`: `self`, or an object the forward creates.
+bool forwardWritesOf(torch::jit::Graph& graph, const Value* root) {
   std::map<std::string, Accesses> accesses;
-  collect(graph.block(), nullptr, self, accesses);
+  collect(graph.block(), nullptr, root, accesses);
   bool changed = false;
   for (auto& [attribute, entry] : accesses) {
     // Objects stay: reads through them name paths of their own.
@@ -124,6 +139,111 @@ bool forwardAttributeWrites(torch::jit::Graph& graph) {
       read->destroy();
     }
     for (const Access& write : entry.writes) {
+      write.node->destroy();
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+// Whether every use of `object` reads or writes one of its own attributes (none passes it on,
+// stores it, returns it, or reads an object out of it).
+bool onlyAttributesUsed(const Value* object) {
+  return std::all_of(object->uses().begin(), object->uses().end(), [](const torch::jit::Use& use) {
+    const Node* user = use.user;
+    if (use.offset != 0) {
+      return false;
+    }
+    if (user->kind() == c10::prim::SetAttr) {
+      return true;
+    }
+    return user->kind() == c10::prim::GetAttr &&
+           user->output()->type()->kind() != c10::TypeKind::ClassType;
+  });
+}
+
+} // namespace
+
+bool forwardAttributeWrites(torch::jit::Graph& graph) {
+  bool changed = false;
+  if (graph.inputs().at(0)->hasUses()) {
+    changed |= forwardWritesOf(graph, graph.inputs().at(0));
+  }
+  std::vector<Node*> created;
+  for (Node* node : graph.nodes()) {
+    if (node->kind() == c10::prim::CreateObject && onlyAttributesUsed(node->output())) {
+      created.push_back(node);
+    }
+  }
+  for (Node* node : created) {
+    changed |= forwardWritesOf(graph, node->output());
+    if (!node->output()->hasUses()) {
+      node->destroy();
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+namespace {
+
+// The value of the attribute at `path` ("transform.flag") of `module`, if every step but the
+// last is a submodule and the last an attribute.
+std::optional<c10::IValue> attributeValue(const torch::jit::Module& module,
+                                          const std::string& path) {
+  torch::jit::Module current = module;
+  size_t begin = 0;
+  for (;;) {
+    const size_t dot = path.find('.', begin);
+    const std::string name = path.substr(begin, dot == std::string::npos ? dot : dot - begin);
+    if (!current.hasattr(name)) {
+      return std::nullopt;
+    }
+    c10::IValue value = current.attr(name);
+    if (dot == std::string::npos) {
+      return value;
+    }
+    if (!value.isModule()) {
+      return std::nullopt;
+    }
+    current = value.toModule();
+    begin = dot + 1;
+  }
+}
+
+} // namespace
+
+bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& module) {
+  const Value* self = graph.inputs().at(0);
+  if (!self->hasUses()) {
+    return false;
+  }
+  std::map<std::string, Accesses> accesses;
+  collect(graph.block(), nullptr, self, accesses);
+  bool changed = false;
+  for (auto& [attribute, entry] : accesses) {
+    const std::optional<c10::IValue> initial = attributeValue(module, attribute);
+    if (entry.writes.empty() || !initial || !ops::fitsAttributeCell(*initial)) {
+      continue;
+    }
+    Value* cell = nullptr;
+    {
+      const torch::jit::WithInsertPoint start(graph.block()->nodes().front());
+      cell = graph.insertConstant(c10::IValue(c10::make_intrusive<ops::AttributeCell>(*initial)));
+    }
+    for (const Access& read : entry.reads) {
+      Node* get = graph.create(c10::Symbol::fromQualString("srt::attribute_get"), {cell}, 1);
+      get->insertBefore(read.node);
+      get->output()->setType(read.node->output()->type());
+      get->setSourceRange(read.node->sourceRange());
+      read.node->output()->replaceAllUsesWith(get->output());
+      read.node->destroy();
+    }
+    for (const Access& write : entry.writes) {
+      Node* set = graph.create(c10::Symbol::fromQualString("srt::attribute_set"),
+                               {cell, write.node->input(1)}, 0);
+      set->insertBefore(write.node);
+      set->setSourceRange(write.node->sourceRange());
       write.node->destroy();
     }
     changed = true;

@@ -7,15 +7,22 @@
 
 namespace torch::jit {
 struct Graph;
+struct Module;
 struct Value;
 } // namespace torch::jit
 
 namespace srt::passes {
 
 // On a frozen, flattened forward whose input 0 is still `self`: replaces every read of an
-// attribute written earlier in the same run by the written value and drops the writes. Returns
-// whether anything changed.
+// attribute (of `self`, or of an object the forward creates) written earlier in the same run by
+// the written value and drops the writes, and the created objects nothing reads any more.
+// Returns whether anything changed.
 bool forwardAttributeWrites(torch::jit::Graph& graph);
+
+// Then, on the same graph: scalar attributes of `self` the forward still writes (state across
+// runs) read and written through a cell per attribute, holding `module`'s value to begin with.
+// Returns whether anything changed.
+bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& module);
 
 // The attribute path a prim::GetAttr chain from `self` reads ("fc1.weight", "" for `self`
 // itself), if `value` is one.

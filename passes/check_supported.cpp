@@ -21,7 +21,9 @@ const std::unordered_map<c10::Symbol, const char*>& knownUnsupported() {
       {c10::prim::GetAttr,
        "the graph still reads a module attribute after freezing (a mutated or unfreezable "
        "attribute)"},
-      {c10::prim::SetAttr, "the model mutates its own attributes, which inference cannot keep"},
+      {c10::prim::SetAttr,
+       "the model mutates its own attributes across runs; the runtime keeps such state only "
+       "for bool, int, float, string or None attributes of the module"},
       {c10::prim::fork, "asynchronous forks (torch.jit.fork) are not supported"},
       {c10::aten::wait, "asynchronous futures (torch.jit.wait) are not supported"},
   };

@@ -246,7 +246,7 @@ PreparedGraph prepareModule(const torch::jit::Module& module,
   std::shared_ptr<torch::jit::Graph> graph = flatten(unflattened);
 
   torch::jit::Value* self = graph->inputs().at(0);
-  if (self->hasUses() && forwardAttributeWrites(*graph)) {
+  if (forwardAttributeWrites(*graph) | attributesAsCells(*graph, frozen)) {
     torch::jit::EliminateDeadCode(graph);
   }
   if (self->hasUses()) {

@@ -1,0 +1,33 @@
+// Module attributes the forward mutates and reads across runs (torchvision's detection models
+// warn once: `if not self._has_warned: warn(...); self._has_warned = True`): held as eager holds
+// them on the module, one value per StaticModule that every runtime reads and writes, through
+// srt::attribute_get / srt::attribute_set on a graph constant (passes/attribute_writes.cpp makes
+// them). Scalars only: a tensor kept across runs would alias memory the planner reuses.
+#pragma once
+
+#include <mutex>
+
+#include <ATen/core/ivalue.h>
+#include <torch/custom_class.h>
+
+namespace srt::ops {
+
+// The graph constant: torch.classes.srt.AttributeCell.
+class AttributeCell : public torch::CustomClassHolder {
+public:
+  explicit AttributeCell(c10::IValue initial);
+  c10::IValue get() const;
+  void set(c10::IValue value);
+
+private:
+  mutable std::mutex mutex_; // runtimes of one module run on several threads
+  c10::IValue value_;
+};
+
+// Whether a cell can hold `value`: a bool, int, float, string or None.
+bool fitsAttributeCell(const c10::IValue& value);
+
+extern const char* const kAttributeGetSchema;
+extern const char* const kAttributeSetSchema;
+
+} // namespace srt::ops
