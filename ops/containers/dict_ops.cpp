@@ -17,7 +17,7 @@ bool isDict(const torch::jit::Value* value) {
   return value->type()->kind() == c10::TypeKind::DictType;
 }
 
-// dict() -> an empty dict of the node's type; dict(other) -> a shallow copy.
+// dict() -> an empty dict of the node's type; dict(other) -> a shallow copy; dict(pairs).
 std::optional<KernelFunction> makeDict(const Node* node, const KernelOptions&) {
   const auto& type = node->output()->type()->expectRef<c10::DictType>();
   c10::TypePtr key_type = type.getKeyType();
@@ -29,6 +29,17 @@ std::optional<KernelFunction> makeDict(const Node* node, const KernelOptions&) {
   }
   if (node->inputs().size() == 1 && isDict(node->input(0))) {
     return [](ProcessedNode& p) { p.output(0) = p.input(0).toGenericDict().copy(); };
+  }
+  // dict([(key, value), ...]): torchvision's `OrderedDict([(str(i), v) for ...])`, in order.
+  if (node->inputs().size() == 1 && node->input(0)->type()->kind() == c10::TypeKind::ListType) {
+    return [key_type, value_type](ProcessedNode& p) {
+      c10::impl::GenericDict dict(key_type, value_type);
+      for (const c10::IValue& pair : p.input(0).toListRef()) {
+        const auto& elements = pair.toTupleRef().elements();
+        dict.insert_or_assign(elements[0], elements[1]);
+      }
+      p.output(0) = std::move(dict);
+    };
   }
   return std::nullopt;
 }

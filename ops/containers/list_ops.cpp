@@ -1,6 +1,7 @@
 // Python list operations on the lists a model builds from sizes, flags and tensors: indexing,
-// slicing, length, membership, all/any, sum, copy, equality, concatenation, and the writes append,
-// insert, extend and item assignment (in place, as the JIT does: the caller's list changes too).
+// slicing, length, membership, all/any, sum, copy, equality, concatenation, the writes append,
+// insert, extend and item assignment (in place, as the JIT does: the caller's list changes too),
+// and tensor.tolist().
 #include <ATen/core/List.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -141,8 +142,65 @@ void setItem(ProcessedNode& p) {
   p.output(0) = std::move(list);
 }
 
+// The elements of `t` (its first dims in turn) as nested lists of `type`'s elements: int, float
+// or bool at the innermost level, as the annotation of `x.tolist()` says.
+c10::IValue nestedList(const at::Tensor& t, const c10::TypePtr& type) {
+  const c10::TypePtr& element = type->expectRef<c10::ListType>().getElementType();
+  if (t.dim() == 1) {
+    if (element->kind() == c10::TypeKind::IntType) {
+      const at::Tensor values = t.to(at::kLong).contiguous();
+      const int64_t* data = values.data_ptr<int64_t>();
+      return c10::List<int64_t>(std::vector<int64_t>(data, data + values.numel()));
+    }
+    if (element->kind() == c10::TypeKind::FloatType) {
+      const at::Tensor values = t.to(at::kDouble).contiguous();
+      const double* data = values.data_ptr<double>();
+      return c10::List<double>(std::vector<double>(data, data + values.numel()));
+    }
+    const at::Tensor values = t.to(at::kBool).contiguous();
+    const bool* data = values.data_ptr<bool>();
+    c10::List<bool> flags;
+    flags.reserve(values.numel());
+    for (int64_t i = 0; i < values.numel(); ++i) {
+      flags.push_back(data[i]);
+    }
+    return flags;
+  }
+  c10::impl::GenericList list(element);
+  list.reserve(t.size(0));
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    list.push_back(nestedList(t.select(0, i), element));
+  }
+  return list;
+}
+
+// x.tolist() (prim::tolist(x, dims, element kind: 0 int, 1 float, 2 bool)), with the JIT's checks
+// that the tensor is what the annotation says. A 0-dim tensor is its number.
+void toList(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  const int64_t dims = p.input(1).toInt();
+  const int64_t kind = p.input(2).toInt();
+  TORCH_CHECK(x.dim() == dims, "Output annotation list dimension and runtime tensor dimension ",
+              "must match for tolist(): annotation has ", dims, " dims, the tensor ", x.dim());
+  const at::ScalarType dtype = x.scalar_type();
+  const bool matches = kind == 0   ? at::isIntegralType(dtype, /*includeBool=*/false)
+                       : kind == 1 ? at::isFloatingType(dtype)
+                                   : dtype == at::kBool;
+  TORCH_CHECK(matches, "Output annotation element type and runtime tensor element type must ",
+              "match for tolist(): the tensor is ", dtype);
+  const at::Tensor values = x.cpu();
+  if (dims == 0) {
+    p.output(0) = kind == 0   ? c10::IValue(values.item<int64_t>())
+                  : kind == 1 ? c10::IValue(values.item<double>())
+                              : c10::IValue(values.item<bool>());
+    return;
+  }
+  p.output(0) = nestedList(values, p.node()->output()->type());
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("prim::tolist", kNative, always(toList));
 SRT_REGISTER_KERNEL("aten::__getitem__", kNative,
                     whenMatches("aten::__getitem__.t(t[](a) list, int idx) -> t(*)",
                                 [](ProcessedNode& p) {

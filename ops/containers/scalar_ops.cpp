@@ -66,6 +66,24 @@ double floorDivide(double a, double b) {
         p.output(0) = (expression);                                                                \
       }))
 
+// Registers `aten::NAME.int_float(int a, float b)` and `.float_int(float a, int b)`, both
+// -> float: Python's mixed arithmetic, the int promoted.
+#define SRT_MIXED_BINARY(name, expression)                                                         \
+  SRT_REGISTER_KERNEL(                                                                             \
+      "aten::" name, kNative,                                                                      \
+      whenMatches("aten::" name ".int_float(int a, float b) -> float", [](ProcessedNode& p) {      \
+        const auto a = static_cast<double>(intAt(p, 0));                                           \
+        const double b = floatAt(p, 1);                                                            \
+        p.output(0) = (expression);                                                                \
+      }));                                                                                         \
+  SRT_REGISTER_KERNEL(                                                                             \
+      "aten::" name, kNative,                                                                      \
+      whenMatches("aten::" name ".float_int(float a, int b) -> float", [](ProcessedNode& p) {      \
+        const double a = floatAt(p, 0);                                                            \
+        const auto b = static_cast<double>(intAt(p, 1));                                           \
+        p.output(0) = (expression);                                                                \
+      }))
+
 } // namespace
 
 // --- Tensor metadata ---------------------------------------------------------------------------
@@ -80,6 +98,13 @@ SRT_REGISTER_KERNEL("aten::size", kNative,
                                   p.output(0) =
                                       t.size(c10::maybe_wrap_dim(intAt(p, 1), t.dim(), false));
                                 }));
+// len(t): the size of the first dim, as Python's len of a tensor.
+SRT_REGISTER_KERNEL("aten::len", kNative,
+                    whenMatches("aten::len.Tensor(Tensor t) -> int", [](ProcessedNode& p) {
+                      const at::Tensor& t = tensor(p);
+                      TORCH_CHECK(t.dim() > 0, "len() of a 0-d tensor");
+                      p.output(0) = t.size(0);
+                    }));
 SRT_REGISTER_KERNEL("aten::dim", kNative,
                     always([](ProcessedNode& p) { p.output(0) = tensor(p).dim(); }));
 SRT_REGISTER_KERNEL("aten::numel", kNative,
@@ -124,6 +149,19 @@ SRT_REGISTER_KERNEL("prim::NumToTensor", kNative,
 SRT_REGISTER_KERNEL("aten::Int", kNative,
                     whenMatches("aten::Int.Tensor(Tensor a) -> int",
                                 [](ProcessedNode& p) { p.output(0) = tensor(p).item<int64_t>(); }));
+// A 0-dim integer tensor passed where an int is expected (torchvision's roi_heads), with the
+// JIT's checks.
+SRT_REGISTER_KERNEL("aten::IntImplicit", kNative, always([](ProcessedNode& p) {
+                      const at::Tensor& a = tensor(p);
+                      TORCH_CHECK(!a.requires_grad(),
+                                  "Cannot input a tensor that requires grad as a scalar argument");
+                      TORCH_CHECK(a.dim() == 0, "Cannot input a tensor of dimension other than 0 ",
+                                  "as a scalar argument");
+                      TORCH_CHECK(at::isIntegralType(a.scalar_type(), /*includeBool=*/false),
+                                  "Cannot input a tensor of type ", a.scalar_type(),
+                                  " as an integral argument");
+                      p.output(0) = a.item<int64_t>();
+                    }));
 SRT_REGISTER_KERNEL("aten::Int", kNative,
                     whenMatches("aten::Int.float(float a) -> int", [](ProcessedNode& p) {
                       p.output(0) = static_cast<int64_t>(floatAt(p, 0));
@@ -188,6 +226,14 @@ SRT_FLOAT_BINARY("sub", "float", a - b);
 SRT_FLOAT_BINARY("mul", "float", a* b);
 SRT_FLOAT_BINARY("div", "float", a / b);
 SRT_FLOAT_BINARY("floordiv", "float", floorDivide(a, b));
+SRT_MIXED_BINARY("add", a + b);
+SRT_MIXED_BINARY("sub", a - b);
+SRT_MIXED_BINARY("mul", a* b);
+SRT_REGISTER_KERNEL("aten::div", kNative,
+                    whenMatches("aten::div(Scalar a, Scalar b) -> float", [](ProcessedNode& p) {
+                      p.output(0) =
+                          p.input(0).toScalar().toDouble() / p.input(1).toScalar().toDouble();
+                    }));
 
 // `for i in range(lo, hi, step)` loops run over [0, __range_length) and derive i from the count.
 SRT_REGISTER_KERNEL("aten::__range_length", kNative, always([](ProcessedNode& p) {

@@ -100,14 +100,25 @@ void newFull(ProcessedNode& p) {
 // zeros_like / ones_like / empty_like (self, *, dtype, layout, device, pin_memory,
 // memory_format) and full_like (self, fill_value, *, ...): self's sizes and, unless given, its
 // dtype; self's layout (memory_format None or preserve) or a contiguous one (contiguous, which
-// torch.legacy_contiguous_format also is: torch.nn.utils.rnn's invert_permutation). A placement or
-// another memory format declines the node (likeFactory): those are not this runtime's to make.
+// torch.legacy_contiguous_format also is: torch.nn.utils.rnn's invert_permutation). A device read
+// at run time (`device=x.device`, torchvision's detection heads) is the node's output where it is
+// the CPU, ATen's fresh tensor elsewhere. A layout, pinned memory or another memory format
+// declines the node (likeFactory): those are not this runtime's to make.
 void fillLike(ProcessedNode& p, size_t dtype_input, const c10::optional<c10::Scalar>& value,
               bool contiguous) {
   const at::Tensor& self = p.input(0).toTensor();
   const c10::IValue& dtype = p.input(dtype_input);
-  at::Tensor& out = outputTensor(
-      p, 0, dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType()));
+  const at::TensorOptions options =
+      dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
+  const c10::IValue& device = p.input(dtype_input + 2);
+  if (!device.isNone() && device.toDevice() != self.device()) {
+    at::Tensor fresh =
+        at::empty_like(self, options.device(device.toDevice()),
+                       contiguous ? at::MemoryFormat::Contiguous : at::MemoryFormat::Preserve);
+    p.output(0) = value ? fresh.fill_(*value) : fresh;
+    return;
+  }
+  at::Tensor& out = outputTensor(p, 0, options);
   if (contiguous) {
     at::native::resize_(out, self.sizes());
   } else {
@@ -126,12 +137,14 @@ template <bool kContiguous> void fullLike(ProcessedNode& p) {
   fillLike(p, 2, p.input(1).toScalar(), kContiguous);
 }
 
-// The *_like node when its placement inputs are None and its memory format None, preserve or
-// contiguous: `preserving` or `contiguous` then.
+// The *_like node when its layout and pin_memory are None and its memory format None, preserve
+// or contiguous: `preserving` or `contiguous` then.
 std::optional<KernelFunction> likeFactory(const Node* node, size_t dtype_input,
                                           KernelFunction preserving, KernelFunction contiguous) {
   const size_t format_input = dtype_input + 4;
-  if (node->inputs().size() != format_input + 1 || !noneFrom(node, dtype_input + 1, format_input) ||
+  if (node->inputs().size() != format_input + 1 ||
+      !noneFrom(node, dtype_input + 1, dtype_input + 2) ||
+      !noneFrom(node, dtype_input + 3, format_input) ||
       node->input(0)->type()->kind() != c10::TypeKind::TensorType) {
     return std::nullopt;
   }

@@ -1,4 +1,5 @@
-// aten::tensor: `torch.tensor(count)` or `torch.tensor([a, b])` of run-time numbers, which
+// aten::tensor (and aten::as_tensor of a list): `torch.tensor(count)` or `torch.tensor([a, b])`
+// of run-time numbers, which
 // TorchScript also emits for `t[mask] = 0` (the 0 becomes a tensor). An out-variant kernel writing
 // the numbers into the node's reused output, converting them the way the JIT operator does: first
 // to the dtype the Python number implies (int64, bool, the default dtype for floats), then to the
@@ -73,6 +74,20 @@ void writeTensor(ProcessedNode& p, at::ScalarType implied, at::IntArrayRef sizes
   out.copy_(staging);
 }
 
+// A flat list of numbers of `list`'s type as a 1-D tensor; nullopt for nested lists or lists of
+// tensors.
+std::optional<KernelFunction> tensorFromList(const c10::ListType& list) {
+  const auto implied = impliedDtype(list.getElementType());
+  if (implied == at::ScalarType::Undefined) {
+    return std::nullopt;
+  }
+  return KernelFunction([implied](ProcessedNode& p) {
+    const c10::ArrayRef<c10::IValue> numbers = p.input(0).toListRef();
+    const int64_t count = static_cast<int64_t>(numbers.size());
+    writeTensor(p, implied.value_or(defaultDtype()), {count}, numbers.data(), numbers.size());
+  });
+}
+
 std::optional<KernelFunction> tensorFromData(const Node* node, const KernelOptions&) {
   if (node->inputs().size() != 4 || !torch::jit::constant_as<bool>(node->input(3)).has_value() ||
       *torch::jit::constant_as<bool>(node->input(3))) {
@@ -80,15 +95,7 @@ std::optional<KernelFunction> tensorFromData(const Node* node, const KernelOptio
   }
   const c10::TypePtr& type = node->input(0)->type();
   if (auto list = type->cast<c10::ListType>()) {
-    const auto implied = impliedDtype(list->getElementType());
-    if (implied == at::ScalarType::Undefined) {
-      return std::nullopt; // nested lists, lists of tensors
-    }
-    return KernelFunction([implied](ProcessedNode& p) {
-      const c10::ArrayRef<c10::IValue> numbers = p.input(0).toListRef();
-      const int64_t count = static_cast<int64_t>(numbers.size());
-      writeTensor(p, implied.value_or(defaultDtype()), {count}, numbers.data(), numbers.size());
-    });
+    return tensorFromList(*list);
   }
   const auto implied = impliedDtype(type);
   if (implied == at::ScalarType::Undefined) {
@@ -102,5 +109,15 @@ std::optional<KernelFunction> tensorFromData(const Node* node, const KernelOptio
 } // namespace
 
 SRT_REGISTER_KERNEL("aten::tensor", kOutVariant, tensorFromData);
+// torch.as_tensor(list, dtype=..., device=...): a new tensor, as aten::tensor makes it
+// (torchvision's detection transform: its normalization mean and std).
+SRT_REGISTER_KERNEL("aten::as_tensor", kOutVariant,
+                    [](const Node* node, const KernelOptions&) -> std::optional<KernelFunction> {
+                      auto list = node->input(0)->type()->cast<c10::ListType>();
+                      if (node->inputs().size() != 3 || !list) {
+                        return std::nullopt;
+                      }
+                      return tensorFromList(*list);
+                    });
 
 } // namespace srt::ops

@@ -1,11 +1,14 @@
-// aten::where(condition, self, other) with tensor or scalar self/other, as out-variant kernels.
+// aten::where(condition, self, other) with tensor or scalar self/other, as out-variant kernels,
+// and where(condition) (the indices of its nonzero elements) natively.
 // A bool condition with same-shape contiguous float32 operands runs one plain loop; everything
 // else (broadcasting, promotion, scalars) runs at::cpu::where_out.
 #include <ATen/CPUFunctions.h>
+#include <ATen/Functions.h>
 #include <ATen/Parallel.h>
 
 #include "ops/core/parallelism.h"
 #include "ops/core/registry.h"
+#include "ops/core/schema_match.h"
 #include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
@@ -73,7 +76,13 @@ void whereScalar(ProcessedNode& p) {
   whereOut(p, p.input(0).toTensor(), scalarOperand(self, type), scalarOperand(other, type), type);
 }
 
-// where(Tensor condition) -> Tensor[] (nonzero as a tuple) is declined.
+// where(Tensor condition) -> Tensor[]: the indices of the nonzero elements, one tensor per dim
+// (torchvision's box filtering). Their count depends on the values, so ATen makes them, as the
+// JIT operator does, without its stack.
+void nonzeroIndices(ProcessedNode& p) {
+  p.output(0) = c10::List<at::Tensor>(at::where(p.input(0).toTensor()));
+}
+
 std::optional<KernelFunction> where(const Node* node, const KernelOptions&) {
   return kernelForOverload(node, {{"self", whereSelf},
                                   {"ScalarOther", whereScalarOther},
@@ -84,5 +93,7 @@ std::optional<KernelFunction> where(const Node* node, const KernelOptions&) {
 } // namespace
 
 SRT_REGISTER_KERNEL("aten::where", kOutVariant, where);
+SRT_REGISTER_KERNEL("aten::where", kNative,
+                    whenMatches("aten::where(Tensor condition) -> Tensor[]", nonzeroIndices));
 
 } // namespace srt::ops

@@ -256,6 +256,15 @@ def _models() -> List[RealModel]:
                   # The coarsest of its 4 correlation levels is 1/64 of the image: at least 2 pixels.
                   [(torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128)),
                    (torch.randn(2, 3, 128, 192), torch.randn(2, 3, 128, 192))], zero_fallbacks=True),
+        # Detection: the transform builds an ImageList record and fills a zero batch through
+        # copy_ into views, the model warns once through a flag on itself (state across runs),
+        # and torchvision's NMS runs as its own operator. A list of images in, (losses,
+        # detections) out.
+        RealModel("ssdlite320_mobilenet_v3_large",
+                  lambda: models.detection.ssdlite320_mobilenet_v3_large(
+                      weights=None, weights_backbone=None, num_classes=5),
+                  [([torch.rand(3, 320, 320), torch.rand(3, 300, 400)],), ([torch.rand(3, 256, 200)],)],
+                  zero_fallbacks=True),
         RealModel("r3d_18", models.video.r3d_18,
                   [(torch.randn(1, 3, 4, 32, 32),), (torch.randn(2, 3, 8, 24, 28),)], zero_fallbacks=True,
                   calibrated=True),

@@ -61,6 +61,38 @@ class Aliases(nn.Module):
         return y, y, x
 
 
+@torch.jit.script
+class Batch:
+    """A TorchScript class used as a record, as torchvision's detection ImageList is."""
+
+    def __init__(self, tensors: Tensor, sizes: List[List[int]]):
+        self.tensors = tensors
+        self.sizes = sizes
+
+
+class Records(nn.Module):
+    """A record built, read and rewritten in the forward; a tensor's numbers as Python lists."""
+
+    def forward(self, images: List[Tensor]) -> Tuple[Tensor, List[List[int]], List[float], List[List[int]]]:
+        sizes: List[List[int]] = []
+        for image in images:
+            sizes.append([image.shape[-2], image.shape[-1]])
+        batch = Batch(torch.stack(images), sizes)
+        batch.tensors = batch.tensors * 2
+        corners: List[float] = batch.tensors[:, 0, 0, :2].reshape(-1).tolist()
+        counts: List[List[int]] = (batch.tensors > 1).sum([2, 3]).tolist()
+        return batch.tensors + 1, batch.sizes, corners, counts
+
+
+class MixedNumbers(nn.Module):
+    """Python's int/float arithmetic, len() of a tensor and dict() of pairs (torchvision's
+    detection transform and SSDlite's feature dict)."""
+
+    def forward(self, x: Tensor, n: int, f: float) -> Tuple[float, float, float, float, float, int, Dict[str, Tensor]]:
+        features = dict([(str(i), x * i) for i in range(len(x))])
+        return n * f, f * n, n + f, f - n, n / f, len(x), features
+
+
 CASES = [
     (Scalars, (3, 1.5, True, "hi")),
     (Scalars, (-1, 2, False, "")),  # an int where float is declared
@@ -75,6 +107,10 @@ CASES = [
     (Reduce, (torch.tensor(2.5),)),
     (NamedTupleInOut, (torch.ones(2), Scores(torch.arange(2.0), None, 3))),
     (NamedTupleInOut, (torch.ones(3, 1), Scores(torch.ones(1, 4), torch.zeros(3, 4), 0))),
+    (Records, ([torch.rand(2, 3, 4), torch.rand(2, 3, 4)],)),
+    (Records, ([torch.rand(3, 2, 5)],)),
+    (MixedNumbers, (torch.ones(3, 2), 3, 0.5)),
+    (MixedNumbers, (torch.ones(1), -2, 4.0)),
 ]
 
 
@@ -96,6 +132,18 @@ def test_named_tuple_output_keeps_its_fields():
     assert out._fields == ("logits", "aux", "count")
     assert out.count == 2 and out.aux is None
     assert module.stats()["fallback_nodes"] == 0
+
+
+def test_records_numbers_and_tolist_run_natively():
+    module = static_runtime.StaticModule(torch.jit.script(Records()))
+    module([torch.rand(2, 3, 4)])
+    assert module.stats()["fallback_nodes"] == 0
+    module = static_runtime.StaticModule(torch.jit.script(MixedNumbers()))
+    module(torch.ones(2), 1, 2.0)
+    assert module.stats()["fallback_nodes"] == 0
+    with pytest.raises(RuntimeError, match="len\\(\\) of a 0-d tensor"):
+        module(torch.tensor(1.0), 1, 2.0)
+    assert module(torch.ones(2), 1, 2.0)[5] == 2
 
 
 def test_output_identity_matches_torchscript():
