@@ -14,10 +14,11 @@
 // read or write of its attributes, the same forwarding applies with the object in place of
 // `self`, and the object goes once nothing reads it.
 //
-// What remains mutated on `self` is state across runs (a warn-once flag). Scalar attributes of
-// it become cells (ops/containers/attribute_cell.h) holding the value the module had when built,
-// one per StaticModule as the module holds one for eager: reads and writes go to the cell, in
-// the order the forward makes them. The caller's module itself is not written.
+// What remains mutated on `self` is state across runs (a warn-once flag, the anchors torchvision's
+// AnchorGenerator rewrites each call). Such attributes (numbers, strings, tensors and lists of
+// them) become cells (ops/containers/attribute_cell.h) holding a copy of the value the module had
+// when built, one per StaticModule as the module holds one for eager: reads and writes go to the
+// cell, in the order the forward makes them. The caller's module itself is not written.
 #include "passes/attribute_writes.h"
 
 #include <algorithm>

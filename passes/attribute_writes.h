@@ -19,8 +19,9 @@ namespace srt::passes {
 // Returns whether anything changed.
 bool forwardAttributeWrites(torch::jit::Graph& graph);
 
-// Then, on the same graph: scalar attributes of `self` the forward still writes (state across
-// runs) read and written through a cell per attribute, holding `module`'s value to begin with.
+// Then, on the same graph: attributes of `self` the forward still writes (state across runs:
+// numbers, strings, tensors, lists of them) read and written through a cell per attribute,
+// holding a copy of `module`'s value to begin with.
 // Returns whether anything changed.
 bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& module);
 

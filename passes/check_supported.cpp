@@ -23,7 +23,8 @@ const std::unordered_map<c10::Symbol, const char*>& knownUnsupported() {
        "attribute)"},
       {c10::prim::SetAttr,
        "the model mutates its own attributes across runs; the runtime keeps such state only "
-       "for bool, int, float, string or None attributes of the module"},
+       "for attributes of the module holding numbers, strings, None, tensors or lists and "
+       "tuples of them"},
       {c10::prim::fork, "asynchronous forks (torch.jit.fork) are not supported"},
       {c10::aten::wait, "asynchronous futures (torch.jit.wait) are not supported"},
   };

@@ -1,5 +1,7 @@
 #include "ops/containers/attribute_cell.h"
 
+#include <algorithm>
+
 #include <torch/library.h>
 
 #include "ops/core/processed_node.h"
@@ -13,7 +15,7 @@ const char* const kAttributeGetSchema =
 const char* const kAttributeSetSchema =
     "srt::attribute_set(__torch__.torch.classes.srt.AttributeCell cell, Any value) -> ()";
 
-AttributeCell::AttributeCell(c10::IValue initial) : value_(std::move(initial)) {}
+AttributeCell::AttributeCell(c10::IValue initial) : value_(initial.deepcopy()) {}
 
 c10::IValue AttributeCell::get() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -22,13 +24,24 @@ c10::IValue AttributeCell::get() const {
 
 void AttributeCell::set(c10::IValue value) {
   TORCH_CHECK(fitsAttributeCell(value), "static_runtime: a mutated module attribute holds ",
-              value.tagKind(), "; expected a bool, int, float, string or None");
+              value.tagKind(),
+              "; expected a bool, int, float, string, None, tensor, or a list or tuple of those");
+  c10::IValue copy = value.deepcopy();
   std::lock_guard<std::mutex> lock(mutex_);
-  value_ = std::move(value);
+  value_ = std::move(copy);
 }
 
 bool fitsAttributeCell(const c10::IValue& value) {
-  return value.isBool() || value.isInt() || value.isDouble() || value.isString() || value.isNone();
+  if (value.isList()) {
+    const auto elements = value.toListRef();
+    return std::all_of(elements.begin(), elements.end(), fitsAttributeCell);
+  }
+  if (value.isTuple()) {
+    const auto& elements = value.toTupleRef().elements();
+    return std::all_of(elements.begin(), elements.end(), fitsAttributeCell);
+  }
+  return value.isBool() || value.isInt() || value.isDouble() || value.isString() ||
+         value.isNone() || value.isTensor();
 }
 
 namespace {

@@ -2,7 +2,9 @@
 // warn once: `if not self._has_warned: warn(...); self._has_warned = True`): held as eager holds
 // them on the module, one value per StaticModule that every runtime reads and writes, through
 // srt::attribute_get / srt::attribute_set on a graph constant (passes/attribute_writes.cpp makes
-// them). Scalars only: a tensor kept across runs would alias memory the planner reuses.
+// them). Numbers, strings, None, tensors and lists or tuples of them: a value is copied deeply
+// when written (and when the cell is made), so a tensor kept across runs never aliases memory
+// the planner reuses, nor the caller's module.
 #pragma once
 
 #include <mutex>
@@ -24,7 +26,8 @@ private:
   c10::IValue value_;
 };
 
-// Whether a cell can hold `value`: a bool, int, float, string or None.
+// Whether a cell can hold `value`: a bool, int, float, string, None, tensor, or a list or tuple
+// of those.
 bool fitsAttributeCell(const c10::IValue& value);
 
 extern const char* const kAttributeGetSchema;

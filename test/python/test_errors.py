@@ -4,6 +4,7 @@ import inspect
 import pathlib
 import random
 import re
+from typing import Dict
 
 import pytest
 import torch
@@ -213,13 +214,17 @@ def test_non_bool_option(guarded):
 
 
 class MutatesAttribute(nn.Module):
+    """State across runs the runtime does not keep (a dict; numbers and tensors it keeps)."""
+
+    seen: Dict[str, int]
+
     def __init__(self) -> None:
         super().__init__()
-        self.calls = 0
+        self.seen = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        self.calls += 1
-        return x + self.calls
+        self.seen = {"calls": len(self.seen) + 1}
+        return x + len(self.seen)
 
 
 class CallsPython(nn.Module):

@@ -277,14 +277,36 @@ def forward(self, x):
   }
 }
 
-// A tensor kept across runs would alias memory the planner reuses: refused, naming the write.
-TEST(Prepare, RefusesTensorAttributesTheForwardMutates) {
+// A tensor kept across runs (a running total) is copied into its cell when written: the next
+// run's planned memory never overwrites it, and the caller's module keeps its zeros.
+TEST(Prepare, TensorAttributesTheForwardMutatesAreCopiedState) {
   torch::jit::Module module("Accumulator");
   module.register_attribute("total", c10::TensorType::get(), torch::zeros({3}));
   module.define(R"JIT(
 def forward(self, x):
-    self.total = self.total + x
-    return self.total * 2.0
+    self.total = self.total + x * 2.0
+    return self.total * 3.0
+)JIT");
+  torch::jit::Module reference = module.deepcopy();
+  StaticModule ours(module);
+  for (int run = 0; run < 4; ++run) {
+    const at::Tensor x = torch::rand({3});
+    const at::Tensor expected = reference.forward({x}).toTensor();
+    EXPECT_TRUE(torch::allclose(ours({x}).toTensor(), expected)) << "run " << run;
+  }
+  EXPECT_TRUE(torch::equal(module.attr("total").toTensor(), torch::zeros({3})));
+}
+
+// State the runtime cannot keep (a dict) is refused, naming the write.
+TEST(Prepare, RefusesDictAttributesTheForwardMutates) {
+  torch::jit::Module module("Cache");
+  module.register_attribute("seen",
+                            c10::DictType::create(c10::StringType::get(), c10::IntType::get()),
+                            c10::impl::GenericDict(c10::StringType::get(), c10::IntType::get()));
+  module.define(R"JIT(
+def forward(self, x):
+    self.seen = {"calls": len(self.seen) + 1}
+    return x * len(self.seen)
 )JIT");
   try {
     StaticModule static_module(module);

@@ -47,10 +47,14 @@ TEST(ElementwiseWhere, BothScalars) {
   }
 }
 
-TEST(ElementwiseWhere, ConditionOnlyOverloadIsDeclined) {
+// where(condition): the nonzero indices, one tensor per dim (torchvision's box filtering),
+// natively.
+TEST(ElementwiseWhere, ConditionOnlyOverloadIsNative) {
   const std::string source = forwardReturning("c", "torch.where(c)");
-  expectFallback(source, "aten::where");
-  expectMatchesJit(source, {inputs({mask({2, 3})}), inputs({mask({4})})});
+  ModuleStats stats = StaticModule(scriptModule(source)).stats();
+  EXPECT_EQ(stats.fallback_nodes, 0u);
+  expectMatchesJit(source, {inputs({mask({2, 3})}), inputs({mask({4})}),
+                            inputs({torch::zeros({3, 2}, torch::kBool)})});
 }
 
 TEST(ElementwiseWhere, FastPathAgreesWithAtenPath) {
