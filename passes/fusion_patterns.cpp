@@ -48,15 +48,18 @@ std::vector<std::pair<std::string, std::string>> sourceRangePairs(const FusionPa
   return pairs;
 }
 
-// Whether `node` (or a node of its blocks) may write to memory or have another effect: an op
-// whose schema writes an argument (in-place ops, list appends, copy_ into a view), or one the
-// JIT counts as having side effects.
+// Whether `node` (or a node of its blocks) may write to memory: an op whose schema writes an
+// argument (in-place ops, list appends, copy_ into a view), or one the JIT counts as having side
+// effects, except raising, warning and printing (shape checks sit between a value and its use
+// everywhere, and moving a computation across them changes nothing it reads).
 bool mayMutate(const torch::jit::Node* node) {
-  if (node->hasSideEffects()) {
-    return true;
-  }
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (schema != nullptr && schema->is_mutable()) {
+    return true;
+  }
+  const bool only_reports = node->kind() == c10::prim::RaiseException ||
+                            node->kind() == c10::aten::warn || node->kind() == c10::prim::Print;
+  if (node->hasSideEffects() && !only_reports) {
     return true;
   }
   for (const torch::jit::Block* block : node->blocks()) {
@@ -76,10 +79,11 @@ bool mayMutate(const torch::jit::Node* node) {
 // node between that point and the first matched node may write anything, and the inputs are
 // defined in the match's own block (else the replacement would leave it).
 bool keepsItsPlace(const torch::jit::Match& match) {
+  // Constants the pattern matches read nothing: where they sit does not matter.
   const torch::jit::Node* first = nullptr;
   for (const auto& [pattern_node, node] : match.nodes_map) {
     if (pattern_node->kind() != c10::prim::Param && pattern_node->kind() != c10::prim::Return &&
-        (first == nullptr || node->isBefore(first))) {
+        node->kind() != c10::prim::Constant && (first == nullptr || node->isBefore(first))) {
       first = node;
     }
   }
