@@ -186,34 +186,6 @@ bool forwardAttributeWrites(torch::jit::Graph& graph) {
   return changed;
 }
 
-namespace {
-
-// The value of the attribute at `path` ("transform.flag") of `module`, if every step but the
-// last is a submodule and the last an attribute.
-std::optional<c10::IValue> attributeValue(const torch::jit::Module& module,
-                                          const std::string& path) {
-  torch::jit::Module current = module;
-  size_t begin = 0;
-  for (;;) {
-    const size_t dot = path.find('.', begin);
-    const std::string name = path.substr(begin, dot == std::string::npos ? dot : dot - begin);
-    if (!current.hasattr(name)) {
-      return std::nullopt;
-    }
-    c10::IValue value = current.attr(name);
-    if (dot == std::string::npos) {
-      return value;
-    }
-    if (!value.isModule()) {
-      return std::nullopt;
-    }
-    current = value.toModule();
-    begin = dot + 1;
-  }
-}
-
-} // namespace
-
 bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& module) {
   const Value* self = graph.inputs().at(0);
   if (!self->hasUses()) {
@@ -223,7 +195,7 @@ bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& modul
   collect(graph.block(), nullptr, self, accesses);
   bool changed = false;
   for (auto& [attribute, entry] : accesses) {
-    const std::optional<c10::IValue> initial = attributeValue(module, attribute);
+    const std::optional<c10::IValue> initial = lookUpAttribute(module, attribute).value;
     if (entry.writes.empty() || !initial || !ops::fitsAttributeCell(*initial)) {
       continue;
     }
@@ -250,6 +222,27 @@ bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& modul
     changed = true;
   }
   return changed;
+}
+
+AttributeLookup lookUpAttribute(const torch::jit::Module& module, const std::string& path) {
+  torch::jit::Module current = module;
+  size_t begin = 0;
+  for (;;) {
+    const size_t dot = path.find('.', begin);
+    const std::string name = path.substr(begin, dot == std::string::npos ? dot : dot - begin);
+    if (name.empty() || !current.hasattr(name)) {
+      return {std::nullopt, name, /*stopped_at_missing_step=*/true};
+    }
+    c10::IValue value = current.attr(name);
+    if (dot == std::string::npos) {
+      return {std::move(value), "", false};
+    }
+    if (!value.isModule()) {
+      return {std::nullopt, name, false};
+    }
+    current = value.toModule();
+    begin = dot + 1;
+  }
 }
 
 } // namespace srt::passes

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include <ATen/core/ivalue.h>
+
 namespace torch::jit {
 struct Graph;
 struct Module;
@@ -29,5 +31,14 @@ bool attributesAsCells(torch::jit::Graph& graph, const torch::jit::Module& modul
 // itself), if `value` is one.
 std::optional<std::string> attributePath(const torch::jit::Value* value,
                                          const torch::jit::Value* self);
+
+// Where a walk along an attribute path ("block0.fc1.weight") from a module ended: the value of
+// its last step, or the step it stopped at (absent, or not a submodule with steps after it).
+struct AttributeLookup {
+  std::optional<c10::IValue> value;
+  std::string stopped_at;
+  bool stopped_at_missing_step = false;
+};
+AttributeLookup lookUpAttribute(const torch::jit::Module& module, const std::string& path);
 
 } // namespace srt::passes

@@ -131,24 +131,13 @@ std::string inputName(const torch::jit::Value* value, size_t position) {
 
 // `path` ("block0.fc1.weight") must name a tensor attribute of `module`.
 void checkTensorAttribute(const torch::jit::Module& module, const std::string& path) {
-  torch::jit::Module current = module;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = path.find('.', start);
-    const std::string name = path.substr(start, dot == std::string::npos ? dot : dot - start);
-    TORCH_CHECK(!name.empty() && current.hasattr(name), "static_runtime: unbound constant '", path,
-                "' is not an attribute of the module (no '", name, "')");
-    const c10::IValue attribute = current.attr(name);
-    if (dot == std::string::npos) {
-      TORCH_CHECK(attribute.isTensor(), "static_runtime: unbound constant '", path, "' is a ",
-                  attribute.tagKind(), ", expected a tensor attribute");
-      return;
-    }
-    TORCH_CHECK(attribute.isModule(), "static_runtime: unbound constant '", path, "': '", name,
-                "' is not a submodule");
-    current = attribute.toModule();
-    start = dot + 1;
-  }
+  const AttributeLookup found = lookUpAttribute(module, path);
+  TORCH_CHECK(!found.stopped_at_missing_step, "static_runtime: unbound constant '", path,
+              "' is not an attribute of the module (no '", found.stopped_at, "')");
+  TORCH_CHECK(found.value.has_value(), "static_runtime: unbound constant '", path, "': '",
+              found.stopped_at, "' is not a submodule");
+  TORCH_CHECK(found.value->isTensor(), "static_runtime: unbound constant '", path, "' is a ",
+              found.value->tagKind(), ", expected a tensor attribute");
 }
 
 void readsAsInputs(torch::jit::Block& block, const torch::jit::Value* self,
