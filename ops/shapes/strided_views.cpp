@@ -249,4 +249,37 @@ std::vector<at::Tensor> unbind(const at::Tensor& self, int64_t dim) {
   return slices;
 }
 
+std::vector<at::Tensor> tensorSplit(const at::Tensor& self, int64_t sections, int64_t dim) {
+  TORCH_CHECK(self.dim() > 0, "tensor_split expected at least a 1-dimensional tensor, but got a "
+                              "tensor with 0 dims");
+  TORCH_CHECK(sections > 0, "number of sections must be larger than 0, got ", sections);
+  dim = wrapDim(dim, self.dim());
+  const int64_t smaller = self.size(dim) / sections;
+  const int64_t with_one_more = self.size(dim) % sections;
+  std::vector<at::Tensor> pieces;
+  pieces.reserve(sections);
+  int64_t start = 0;
+  for (int64_t i = 0; i < sections; ++i) {
+    const int64_t size = i < with_one_more ? smaller + 1 : smaller;
+    pieces.push_back(views::slice(self, dim, start, start + size, 1));
+    start += size;
+  }
+  return pieces;
+}
+
+std::vector<at::Tensor> tensorSplit(const at::Tensor& self, at::IntArrayRef indices, int64_t dim) {
+  TORCH_CHECK(self.dim() > 0, "tensor_split expected at least a 1-dimensional tensor, but got a "
+                              "tensor with 0 dims");
+  dim = wrapDim(dim, self.dim());
+  std::vector<at::Tensor> pieces;
+  pieces.reserve(indices.size() + 1);
+  int64_t start = 0;
+  for (const int64_t end : indices) {
+    pieces.push_back(views::slice(self, dim, start, end, 1));
+    start = end;
+  }
+  pieces.push_back(views::slice(self, dim, start, self.size(dim), 1));
+  return pieces;
+}
+
 } // namespace srt::ops::views

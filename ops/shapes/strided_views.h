@@ -36,5 +36,9 @@ std::vector<at::Tensor> splitWithSizes(const at::Tensor& self, at::IntArrayRef s
                                        int64_t dim);
 std::vector<at::Tensor> chunk(const at::Tensor& self, int64_t chunks, int64_t dim);
 std::vector<at::Tensor> unbind(const at::Tensor& self, int64_t dim);
+// torch.tensor_split: `sections` pieces whose sizes differ by at most one (the larger first), or
+// the pieces between `indices` (slice bounds: clamped, negative from the end).
+std::vector<at::Tensor> tensorSplit(const at::Tensor& self, int64_t sections, int64_t dim);
+std::vector<at::Tensor> tensorSplit(const at::Tensor& self, at::IntArrayRef indices, int64_t dim);
 
 } // namespace srt::ops::views

@@ -266,6 +266,20 @@ SRT_REGISTER_KERNEL("aten::split_with_sizes", kNative, always([](ProcessedNode& 
                       p.output(0) = views::splitWithSizes(self(p), p.input(1).toDimVector(),
                                                           p.input(2).toInt());
                     }));
+SRT_REGISTER_KERNEL(
+    "aten::tensor_split", kNative,
+    whenMatches(
+        "aten::tensor_split.sections(Tensor(a -> *) self, int sections, int dim=0) -> Tensor(a)[]",
+        [](ProcessedNode& p) {
+          p.output(0) = views::tensorSplit(self(p), p.input(1).toInt(), p.input(2).toInt());
+        }));
+SRT_REGISTER_KERNEL(
+    "aten::tensor_split", kNative,
+    whenMatches(
+        "aten::tensor_split.indices(Tensor(a -> *) self, int[] indices, int dim=0) -> Tensor(a)[]",
+        [](ProcessedNode& p) {
+          p.output(0) = views::tensorSplit(self(p), p.input(1).toDimVector(), p.input(2).toInt());
+        }));
 SRT_REGISTER_KERNEL("aten::unbind", kNative,
                     whenMatches("aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]",
                                 [](ProcessedNode& p) {

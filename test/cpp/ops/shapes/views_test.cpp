@@ -163,7 +163,9 @@ def forward(self, x):
     pieces = torch.split(x, [1, x.size(1) - 1], 1)
     rows = x.unbind(0)
     first, second = x.split_with_sizes([1, x.size(0) - 1])
-    return parts, halves[0] + 1, pieces[1], rows, first, second, len(parts)
+    sections = x.tensor_split(3, 1)
+    between = torch.tensor_split(x, [1, -1, 10], 0)
+    return (parts, halves[0] + 1, pieces[1], rows, first, second, len(parts), sections, between)
 )JIT";
   expectMatchesJit(source, {{{torch::randn({4, 6})}},
                             {{torch::randn({5, 3}, torch::kFloat64)}},
@@ -173,7 +175,8 @@ def forward(self, x):
               {{"aten::chunk", KernelKind::kNative},
                {"aten::split", KernelKind::kNative},
                {"aten::unbind", KernelKind::kNative},
-               {"aten::split_with_sizes", KernelKind::kNative}},
+               {"aten::split_with_sizes", KernelKind::kNative},
+               {"aten::tensor_split", KernelKind::kNative}},
               withoutPass("list_unpack_fusion"));
 }
 
@@ -192,9 +195,10 @@ def forward(self, x, v, s):
 }
 
 TEST(Views, InvalidArgumentsAreErrors) {
-  for (const char* body : {"x.permute(0, 0)", "x.permute(0)", "x.select(0, 4)", "x.narrow(0, 3, 2)",
-                           "x.split_with_sizes([1, 1])", "x.chunk(0)", "x.expand(4)", "x[::-1]",
-                           "x.unsqueeze(3)", "x.unbind(2)"}) {
+  for (const char* body :
+       {"x.permute(0, 0)", "x.permute(0)", "x.select(0, 4)", "x.narrow(0, 3, 2)",
+        "x.split_with_sizes([1, 1])", "x.chunk(0)", "x.expand(4)", "x[::-1]", "x.unsqueeze(3)",
+        "x.unbind(2)", "x.tensor_split(0)", "x.tensor_split(2, 2)"}) {
     StaticModule module(
         scriptModule(std::string("\ndef forward(self, x):\n    return ") + body + "\n"));
     EXPECT_THROW(module({torch::randn({4, 3})}), c10::Error) << body;
