@@ -321,6 +321,32 @@ SRT_REGISTER_KERNEL("prim::max", kNative,
                     whenMatches("prim::max.int(int a, int b) -> int", [](ProcessedNode& p) {
                       p.output(0) = std::max(intAt(p, 0), intAt(p, 1));
                     }));
+// Python's min/max of two numbers, a float if either is one. As TorchScript computes them
+// (`a < b ? a : b`), so a NaN comes out where the interpreter's does.
+#define SRT_NUMBER_EXTREMUM(name, pick)                                                            \
+  SRT_REGISTER_KERNEL(                                                                             \
+      "prim::" name, kNative,                                                                      \
+      whenMatches("prim::" name ".float(float a, float b) -> float", [](ProcessedNode& p) {        \
+        const double a = floatAt(p, 0);                                                            \
+        const double b = floatAt(p, 1);                                                            \
+        p.output(0) = (pick);                                                                      \
+      }));                                                                                         \
+  SRT_REGISTER_KERNEL(                                                                             \
+      "prim::" name, kNative,                                                                      \
+      whenMatches("prim::" name ".int_float(int a, float b) -> float", [](ProcessedNode& p) {      \
+        const auto a = static_cast<double>(intAt(p, 0));                                           \
+        const double b = floatAt(p, 1);                                                            \
+        p.output(0) = (pick);                                                                      \
+      }));                                                                                         \
+  SRT_REGISTER_KERNEL(                                                                             \
+      "prim::" name, kNative,                                                                      \
+      whenMatches("prim::" name ".float_int(float a, int b) -> float", [](ProcessedNode& p) {      \
+        const double a = floatAt(p, 0);                                                            \
+        const auto b = static_cast<double>(intAt(p, 1));                                           \
+        p.output(0) = (pick);                                                                      \
+      }))
+SRT_NUMBER_EXTREMUM("min", a < b ? a : b);
+SRT_NUMBER_EXTREMUM("max", a > b ? a : b);
 
 // --- Comparisons -------------------------------------------------------------------------------
 

@@ -51,7 +51,8 @@ TEST(Scalars, FloatArithmeticAndComparisons) {
   const char* source = R"JIT(
 def forward(self, a: float, b: float, i: int):
     return (a + b, a - b, a * b, a / b, a // b, -a, a == b, a != b, a < b, a <= b, a > b, a >= b,
-            torch.sqrt(b * b), torch.sqrt(i), i / (i + 1), float(i), int(a), bool(i), bool(a))
+            torch.sqrt(b * b), torch.sqrt(i), i / (i + 1), float(i), int(a), bool(i), bool(a),
+            max(a, b), min(a, b), max(i, a), min(a, i))
 )JIT";
   expectMatchesJit(
       source, {{{2.5, -1.5, int64_t{4}}}, {{-7.25, 2.0, int64_t{9}}}, {{0.0, 3.0, int64_t{0}}}});
@@ -60,7 +61,9 @@ def forward(self, a: float, b: float, i: int):
                        {"aten::sqrt", KernelKind::kNative},
                        {"aten::Float", KernelKind::kNative},
                        {"aten::Int", KernelKind::kNative},
-                       {"aten::Bool", KernelKind::kNative}});
+                       {"aten::Bool", KernelKind::kNative},
+                       {"prim::max", KernelKind::kNative},
+                       {"prim::min", KernelKind::kNative}});
 }
 
 TEST(Scalars, IntegerDivisionByZeroIsAnError) {
