@@ -16,6 +16,7 @@ namespace srt::ops::vec {
 #define SRT_DECLARE_CAPABILITY_LOOPS(capability)                                                   \
   namespace capability {                                                                           \
   void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params);                \
+  void fastUnaryLoop(UnaryOp op, float* x, int64_t n);                                             \
   void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n,              \
                   Params params);                                                                  \
   void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, float* out,       \
@@ -39,6 +40,7 @@ namespace {
 struct Loops {
   const char* name;
   decltype(&DEFAULT::unaryLoop) unary;
+  decltype(&DEFAULT::fastUnaryLoop) fast_unary;
   decltype(&DEFAULT::binaryLoop) binary;
   decltype(&DEFAULT::ternaryLoop) ternary;
   decltype(&DEFAULT::softmaxRowsLoop) softmax_rows;
@@ -51,9 +53,10 @@ struct Loops {
 
 #define SRT_CAPABILITY_LOOPS(capability)                                                           \
   Loops {                                                                                          \
-#capability, capability::unaryLoop, capability::binaryLoop, capability::ternaryLoop,           \
-        capability::softmaxRowsLoop, capability::layerNormRowsLoop, capability::dotLoop,           \
-        capability::rowTimesMatrixLoop, capability::scaleRowsLoop, capability::sumRowsLoop         \
+#capability, capability::unaryLoop, capability::fastUnaryLoop, capability::binaryLoop,         \
+        capability::ternaryLoop, capability::softmaxRowsLoop, capability::layerNormRowsLoop,       \
+        capability::dotLoop, capability::rowTimesMatrixLoop, capability::scaleRowsLoop,            \
+        capability::sumRowsLoop                                                                    \
   }
 constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
 constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
@@ -117,6 +120,14 @@ void map(UnaryOp op, const float* x, float* out, int64_t n, Params params, Worke
   splitOverThreads(workers, n, [&](int64_t begin, int64_t end) {
     fn(op, x + begin, out + begin, end - begin, params);
   });
+}
+
+bool hasFastFormula(UnaryOp op) {
+  return op == UnaryOp::kSigmoid || op == UnaryOp::kSilu;
+}
+
+void mapFast(UnaryOp op, float* x, int64_t n) {
+  widestLoops().fast_unary(op, x, n);
 }
 
 void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params,

@@ -10,14 +10,26 @@
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
-#include "ops/elementwise/cpu/exp_of_non_positive.h"
 #include "ops/elementwise/cpu/formulas.h"
+#include "ops/elementwise/cpu/polynomial_exp.h"
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops::vec {
 inline namespace CPU_CAPABILITY {
 void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params) {
   visitFormula(op, params, [&](const auto& f) { applyFormula(out, n, f, x); });
+}
+
+void fastUnaryLoop(UnaryOp op, float* x, int64_t n) {
+  switch (op) {
+  case UnaryOp::kSigmoid:
+    return applyFormula(x, n, fastSigmoid, x);
+  case UnaryOp::kSilu:
+    return applyFormula(
+        x, n, [](Vec v) { return v * fastSigmoid(v); }, x);
+  default:
+    return unaryLoop(op, x, x, n, {});
+  }
 }
 
 void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params) {
