@@ -8,10 +8,13 @@
 // with other strides, so every op computes the same on them and no value's meaning changes. The
 // pass only decides where the strides change: an explicit aten::contiguous(x, channels_last)
 // before a convolution whose input is not channels last already (the network's input, or what an
-// op that does not keep the format made), and aten::contiguous(x) where something may depend on
+// op that does not keep the format made) -- or, for a stem oneDNN reads NCHW for, the attribute
+// ops::kChannelsLastOutput on the convolution, which then changes the layout itself, as
+// `srt inspect` shows -- and aten::contiguous(x) where something may depend on
 // the strides (view, stride queries, as_strided, If/Loop blocks, the graph's outputs, which the
 // caller gets as eager PyTorch gives them). Convolutions, pooling, element-wise ops and
 // concatenation keep the format of their input.
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -23,6 +26,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/named_value.h>
 
+#include "ops/conv/convolution.h"
 #include "ops/conv/onednn_conv.h"
 #include "passes/graph_passes.h"
 #include "passes/rewrite_safety.h"
@@ -67,6 +71,20 @@ bool runsOnOneDnnChannelsLast(const Node* node) {
   const auto input = node->input(0)->type()->cast<c10::TensorType>();
   const bool input_rank_fits = !input || !input->dim() || *input->dim() == rank;
   return input_rank_fits && ops::oneDnnConvPrefersChannelsLast(static_cast<int>(rank - 2));
+}
+
+// A stem whose oneDNN kernel reads the NCHW input as it is and writes channels last
+// (ops::oneDnnConvReadsPlainIntoChannelsLast): marked so instead of converting its input first.
+bool readsPlainIntoChannelsLast(const Node* conv) {
+  if (convolutionRank(conv) != 4) {
+    return false;
+  }
+  const auto weight = torch::jit::toIValue(conv->input(1));
+  const std::optional<ops::ConvArguments> arguments = ops::constantConvArguments(conv, 2);
+  if (!weight || !weight->isTensor() || !arguments) {
+    return false;
+  }
+  return ops::oneDnnConvReadsPlainIntoChannelsLast(weight->toTensor(), *arguments);
 }
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
@@ -126,7 +144,12 @@ public:
     const std::vector<Node*> nodes(graph_->nodes().begin(), graph_->nodes().end());
     for (Node* node : nodes) {
       if (runsOnOneDnnChannelsLast(node) && !channels_last_.count(node->input(0))) {
-        node->replaceInput(0, convert(node->input(0), node, channelsLastFor(node)));
+        if (readsPlainIntoChannelsLast(node)) {
+          node->i_(c10::Symbol::attr(ops::kChannelsLastOutput), 1);
+          channels_last_.insert(node->output());
+        } else {
+          node->replaceInput(0, convert(node->input(0), node, channelsLastFor(node)));
+        }
       }
       if ((keepsFormat(node) && anyInputChannelsLast(node)) ||
           (isView(node) && !node->inputs().empty() && channels_last_.count(node->input(0)))) {

@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/conv/convolution.h"
 #include "ops/conv/packed_conv.h"
 #include "passes/graph_passes.h"
 
@@ -32,41 +33,11 @@ int convolutionDims(const Node* node) {
   return 0;
 }
 
-// A constant int list of one value (for every dimension) or one per dimension.
-std::optional<std::vector<int64_t>> constantList(const Value* value, int dims) {
-  auto list = torch::jit::constant_as<std::vector<int64_t>>(value);
-  if (!list || (list->size() != 1 && list->size() != static_cast<size_t>(dims))) {
-    return std::nullopt;
-  }
-  list->resize(dims, list->front());
-  return *list;
-}
-
-// The node's stride, padding, dilation and groups when all are constants.
-std::optional<ops::ConvArguments> constantArguments(const Node* node, int dims) {
-  const auto stride = constantList(node->input(3), dims);
-  const auto padding = constantList(node->input(4), dims);
-  const auto dilation = constantList(node->input(5), dims);
-  const auto groups = torch::jit::constant_as<int64_t>(node->input(6));
-  if (!stride || !padding || !dilation || !groups) {
-    return std::nullopt;
-  }
-  ops::ConvArguments arguments;
-  arguments.spatial_dims = dims;
-  for (int i = 0; i < dims; ++i) {
-    arguments.stride[i] = (*stride)[i];
-    arguments.padding[i] = (*padding)[i];
-    arguments.dilation[i] = (*dilation)[i];
-  }
-  arguments.groups = *groups;
-  return arguments;
-}
-
 // The packed weight for a convolution oneDNN runs, or nullptr.
 c10::intrusive_ptr<ops::PackedConvWeight> packedWeightFor(const Node* node, int dims) {
   const auto weight = torch::jit::toIValue(node->input(1));
   const auto bias = torch::jit::toIValue(node->input(2));
-  const auto arguments = constantArguments(node, dims);
+  const auto arguments = ops::constantConvArguments(node, dims);
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) ||
       !arguments) {
     return {};
@@ -100,7 +71,8 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* conv, int dims,
   }
   const char* op = dims == 3 ? "srt::packed_conv3d" : "srt::packed_conv2d";
   Node* packed_conv = graph.insertNode(graph.create(c10::Symbol::fromQualString(op), inputs, 1));
-  packed_conv->copyMetadata(conv); // source range, inlined call stack, scope: for error messages
+  packed_conv->copyMetadata(conv);    // source range, inlined call stack, scope: for error messages
+  packed_conv->copyAttributes(*conv); // the layout pass's (ops::kChannelsLastOutput)
   packed_conv->output()->copyMetadata(conv->output());
   conv->output()->replaceAllUsesWith(packed_conv->output());
   conv->destroy();

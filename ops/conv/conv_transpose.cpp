@@ -131,7 +131,7 @@ std::optional<KernelFunction> convTransposeFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   return makeOneDnnConvKernel(std::move(packed), ConvEpilogue{}, /*residual_input=*/-1,
-                              referenceIntoOutput);
+                              /*writes_channels_last=*/false, referenceIntoOutput);
 }
 
 // A weight given at run time: ATen's op (by the node's op, whatever the weight's rank), whose

@@ -236,33 +236,17 @@ std::optional<std::vector<int64_t>> constantList(const torch::jit::Value* value,
   return values;
 }
 
-// The node's constant convolution arguments, or std::nullopt (then ATen runs it).
-std::optional<ConvArguments> constantArguments(const torch::jit::Node* node, int spatial_dims) {
-  const auto stride = constantList(node->input(kStride), spatial_dims);
-  const auto padding = constantList(node->input(kPadding), spatial_dims);
-  const auto dilation = constantList(node->input(kDilation), spatial_dims);
-  const auto groups = torch::jit::constant_as<int64_t>(node->input(kGroups));
-  if (!stride || !padding || !dilation || !groups || *groups <= 0) {
-    return std::nullopt;
-  }
-  ConvArguments arguments;
-  arguments.spatial_dims = spatial_dims;
-  for (int i = 0; i < spatial_dims; ++i) {
-    if ((*stride)[i] <= 0 || (*padding)[i] < 0 || (*dilation)[i] <= 0) {
-      return std::nullopt;
-    }
-    arguments.stride[i] = (*stride)[i];
-    arguments.padding[i] = (*padding)[i];
-    arguments.dilation[i] = (*dilation)[i];
-  }
-  arguments.groups = *groups;
-  return arguments;
+// Whether passes/channels_last.cpp asked the node for a channels-last output whatever its
+// input's layout.
+bool writesChannelsLast(const torch::jit::Node* node) {
+  const c10::Symbol attribute = c10::Symbol::attr(kChannelsLastOutput);
+  return node->hasAttribute(attribute) && node->i(attribute) != 0;
 }
 
 // srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
 std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int spatial_dims) {
   const auto weight = torch::jit::toIValue(node->input(kWeight));
-  const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
+  const std::optional<ConvArguments> arguments = constantConvArguments(node, spatial_dims);
   const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
   if (!weight || !weight->isCustomClass() || !arguments || !epilogue) {
     return std::nullopt;
@@ -271,7 +255,8 @@ std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int
   if (!(convArguments(*packed->packed) == *arguments)) {
     return std::nullopt;
   }
-  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, referenceIntoOutput);
+  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, writesChannelsLast(node),
+                              referenceIntoOutput);
 }
 
 // Every convolution with a constant weight runs on oneDNN with the weight packed now (when
@@ -299,7 +284,7 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   }
   const auto weight = torch::jit::toIValue(node->input(kWeight));
   const auto bias = torch::jit::toIValue(node->input(kBias));
-  const std::optional<ConvArguments> arguments = constantArguments(node, spatial_dims);
+  const std::optional<ConvArguments> arguments = constantConvArguments(node, spatial_dims);
   const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) ||
       !arguments || !epilogue) {
@@ -311,10 +296,33 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   if (packed == nullptr) {
     return std::nullopt;
   }
-  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, referenceIntoOutput);
+  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, writesChannelsLast(node),
+                              referenceIntoOutput);
 }
 
 } // namespace
+
+std::optional<ConvArguments> constantConvArguments(const torch::jit::Node* node, int spatial_dims) {
+  const auto stride = constantList(node->input(kStride), spatial_dims);
+  const auto padding = constantList(node->input(kPadding), spatial_dims);
+  const auto dilation = constantList(node->input(kDilation), spatial_dims);
+  const auto groups = torch::jit::constant_as<int64_t>(node->input(kGroups));
+  if (!stride || !padding || !dilation || !groups || *groups <= 0) {
+    return std::nullopt;
+  }
+  ConvArguments arguments;
+  arguments.spatial_dims = spatial_dims;
+  for (int i = 0; i < spatial_dims; ++i) {
+    if ((*stride)[i] <= 0 || (*padding)[i] < 0 || (*dilation)[i] <= 0) {
+      return std::nullopt;
+    }
+    arguments.stride[i] = (*stride)[i];
+    arguments.padding[i] = (*padding)[i];
+    arguments.dilation[i] = (*dilation)[i];
+  }
+  arguments.groups = *groups;
+  return arguments;
+}
 
 SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeConv<2>));

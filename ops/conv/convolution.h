@@ -30,4 +30,10 @@ at::Tensor fusedConvReference(const at::Tensor& input, const at::Tensor& weight,
 // or the residual may or may not be None at run time (the JIT operator then runs the node).
 std::optional<ConvEpilogue> constantConvEpilogue(const torch::jit::Node* node);
 
+// The stride, padding, dilation and groups of aten::conv2d/3d, srt::fused_conv2d/3d or
+// srt::packed_conv2d/3d (inputs 3 to 6) for `spatial_dims` (2 or 3) when all are constants and
+// valid (an int list of one value stands for every dim); std::nullopt otherwise (ATen then runs
+// the node, and reports what is wrong).
+std::optional<ConvArguments> constantConvArguments(const torch::jit::Node* node, int spatial_dims);
+
 } // namespace srt::ops

@@ -26,12 +26,15 @@ struct ConvKey {
   int64_t batch = -1;
   int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
   bool channels_last = false;
+  bool plain_into_channels_last = false; // an NCHW input, a channels-last output
   int threads = 0;
   int pieces = 0;
 
   bool operator==(const ConvKey& o) const {
     return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
-           channels_last == o.channels_last && threads == o.threads && pieces == o.pieces;
+           channels_last == o.channels_last &&
+           plain_into_channels_last == o.plain_into_channels_last && threads == o.threads &&
+           pieces == o.pieces;
   }
 };
 
@@ -497,11 +500,12 @@ memory::format_tag blockedTag(int spatial_dims) {
 enum class WeightCopy { kShared, kOwn };
 
 // What one primitive computes: its input's and output's dims, whether the caller's tensors are
-// channels last, and its padding.
+// channels last (or the input NCHW and the output channels last), and its padding.
 struct ConvShape {
   Dims src, dst;
   bool channels_last = false;
   Padding pad;
+  bool plain_into_channels_last = false;
 };
 
 // The whole convolution of an input of `key`.
@@ -513,7 +517,42 @@ ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
   }
   return {activationDims(key.batch, w.in_channels, key.size, spatial_dims),
           activationDims(key.batch, w.out_channels, out_sizes, spatial_dims), key.channels_last,
-          padding(w.arguments)};
+          padding(w.arguments), key.plain_into_channels_last};
+}
+
+// A channels-last float32 tensor of `dims`: NHWC (NDHWC), or for 16 channels the same bytes
+// described as 16-channel blocks (nChw16c), the layout oneDNN's first-layer kernel writes.
+memory::desc channelsLastDesc(const Dims& dims, int spatial_dims) {
+  constexpr int64_t kBlock = 16;
+  return memory::desc(dims, kF32,
+                      dims[1] == kBlock ? blockedTag(spatial_dims)
+                                        : activationTag(spatial_dims, /*channels_last=*/true));
+}
+
+bool isReferenceImplementation(const dnnl::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+// For an NCHW input into a channels-last output: the primitive reading `src_user` and writing
+// `dst_user` as they are (no reorder on either side), where oneDNN has a kernel for that other
+// than its reference one (float32, direct, a stem's few input channels); else empty, and the
+// caller's primitive reorders.
+dnnl::primitive_desc plainIntoChannelsLast(const OneDnnConvWeight& w, const ConvShape& shape,
+                                           const memory::desc& src_user,
+                                           const memory::desc& dst_user,
+                                           const memory::desc& any_weights,
+                                           const dnnl::primitive_attr& attr) {
+  if (!shape.plain_into_channels_last || w.algorithm != ConvAlgorithm::kDirect ||
+      w.multiply != kF32) {
+    return {};
+  }
+  try {
+    dnnl::primitive_desc pd =
+        primitiveDesc(w, src_user, any_weights, dst_user, attr, ConvAlgorithm::kDirect, &shape.pad);
+    return isReferenceImplementation(pd) ? dnnl::primitive_desc() : pd;
+  } catch (const dnnl::error&) {
+    return {};
+  }
 }
 
 // Builds `state` for `shape` with activations in `layout`; state.supported says whether oneDNN
@@ -526,7 +565,9 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   const Dims& dst_dims = shape.dst;
   const auto user_tag = activationTag(spatial_dims, shape.channels_last);
   const memory::desc src_user(src_dims, kF32, user_tag);
-  const memory::desc dst_user(dst_dims, kF32, user_tag);
+  const memory::desc dst_user = shape.plain_into_channels_last
+                                    ? channelsLastDesc(dst_dims, spatial_dims)
+                                    : memory::desc(dst_dims, kF32, user_tag);
   const auto activation_tag = layout == ActivationLayout::kChannelBlocked ? blockedTag(spatial_dims)
                                                                           : memory::format_tag::any;
   // A bfloat16 weight's input differs from src_user in type, so it is always reordered (rounded).
@@ -534,23 +575,25 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   const memory::desc any_dst(dst_dims, kF32, activation_tag);
   const memory::desc any_weights(weightDims(w), w.multiply, memory::format_tag::any);
   const dnnl::primitive_attr attr = attributes(epilogue);
-  dnnl::primitive_desc pd;
-  try {
-    // Winograd on the shared packed weight: oneDNN has more than one Winograd implementation
-    // (another for larger batches), each with its own weight layout, and letting it choose
-    // would repack the weight for every shape. Where no implementation reads that layout
-    // (or with direct weights), direct, in the layout it prefers.
-    pd =
-        w.algorithm == ConvAlgorithm::kWinograd
-            ? primitiveDesc(w, any_src, w.desc, any_dst, attr, ConvAlgorithm::kWinograd, &shape.pad)
-            : primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
-                            &shape.pad);
-  } catch (const dnnl::error&) {
+  dnnl::primitive_desc pd = plainIntoChannelsLast(w, shape, src_user, dst_user, any_weights, attr);
+  if (!pd) {
     try {
-      pd =
-          primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect, &shape.pad);
+      // Winograd on the shared packed weight: oneDNN has more than one Winograd implementation
+      // (another for larger batches), each with its own weight layout, and letting it choose
+      // would repack the weight for every shape. Where no implementation reads that layout
+      // (or with direct weights), direct, in the layout it prefers.
+      pd = w.algorithm == ConvAlgorithm::kWinograd
+               ? primitiveDesc(w, any_src, w.desc, any_dst, attr, ConvAlgorithm::kWinograd,
+                               &shape.pad)
+               : primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
+                               &shape.pad);
     } catch (const dnnl::error&) {
-      return; // no implementation for these arguments: the fallback runs the node
+      try {
+        pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
+                           &shape.pad);
+      } catch (const dnnl::error&) {
+        return; // no implementation for these arguments: the fallback runs the node
+      }
     }
   }
   // An implementation can accept the descriptors and still fail to generate its kernel (oneDNN
@@ -735,7 +778,8 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
   constexpr double kMargin = 0.95;
   const bool one_dimensional =
       w.arguments.spatial_dims == 2 && w.kernel[0] == 1 && key.size[0] == 1;
-  if (!one_dimensional || !layoutApplies(w, ActivationLayout::kChannelBlocked)) {
+  if (!one_dimensional || key.plain_into_channels_last ||
+      !layoutApplies(w, ActivationLayout::kChannelBlocked)) {
     return ActivationLayout::kLibraryChoice;
   }
   {
@@ -901,10 +945,10 @@ std::optional<vec::UnaryOp> trailingActivation(const ConvEpilogue& epilogue) {
 class OneDnnConv {
 public:
   OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
-             int residual_input, KernelFunction fallback)
+             int residual_input, bool writes_channels_last, KernelFunction fallback)
       : weight_(std::move(weight)), epilogue_(libraryEpilogue(epilogue)),
         trailing_(trailingActivation(epilogue)), residual_input_(residual_input),
-        fallback_(std::move(fallback)) {}
+        writes_channels_last_(writes_channels_last), fallback_(std::move(fallback)) {}
 
   void operator()(ProcessedNode& p) const {
     const at::Tensor& x = p.input(0).toTensor();
@@ -935,13 +979,15 @@ public:
     }
     // An input that is contiguous both ways (one pixel, or one channel) is contiguous.
     key.channels_last = !x.is_contiguous();
+    key.plain_into_channels_last = writes_channels_last_ && !key.channels_last;
+    const bool out_channels_last = key.channels_last || key.plain_into_channels_last;
     const at::Tensor* residual = nullptr;
     if (epilogue_.has_residual) {
       residual = &p.input(residual_input_).toTensor();
     }
     if (residual != nullptr &&
         (residual->scalar_type() != at::kFloat || residual->sizes() != out_sizes ||
-         !residual->is_contiguous(key.channels_last ? channels_last_format
+         !residual->is_contiguous(out_channels_last ? channels_last_format
                                                     : at::MemoryFormat::Contiguous))) {
       fallback_(p);
       return;
@@ -967,7 +1013,7 @@ public:
       fallback_(p);
       return;
     }
-    at::Tensor& out = key.channels_last ? outputChannelsLast(p, out_sizes, channels_last_format)
+    at::Tensor& out = out_channels_last ? outputChannelsLast(p, out_sizes, channels_last_format)
                                         : contiguousOutput(p, 0, out_sizes, x.options());
     char* scratch =
         static_cast<char*>(state.scratch_bytes > 0 ? p.scratch(state.scratch_bytes) : nullptr);
@@ -993,6 +1039,7 @@ private:
   ConvEpilogue epilogue_; // what oneDNN computes
   std::optional<vec::UnaryOp> trailing_;
   int residual_input_;
+  bool writes_channels_last_; // whatever the input's layout (a stem reading NCHW)
   KernelFunction fallback_;
 };
 
@@ -1148,8 +1195,38 @@ const ConvArguments& convArguments(const OneDnnConvWeight& packed) {
 
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
                                     ConvEpilogue epilogue, int residual_input,
-                                    KernelFunction fallback) {
-  return OneDnnConv(std::move(packed), epilogue, residual_input, std::move(fallback));
+                                    bool writes_channels_last, KernelFunction fallback) {
+  return OneDnnConv(std::move(packed), epilogue, residual_input, writes_channels_last,
+                    std::move(fallback));
+}
+
+bool oneDnnConvReadsPlainIntoChannelsLast(const at::Tensor& weight,
+                                          const ConvArguments& arguments) {
+  constexpr int64_t kBlock = 16;
+  if (arguments.spatial_dims != 2 || arguments.transposed || arguments.groups != 1 ||
+      weight.scalar_type() != at::kFloat || weight.dim() != 4 || weight.size(0) != kBlock ||
+      weight.size(1) >= kBlock) {
+    return false;
+  }
+  OneDnnConvWeight w;
+  w.arguments = arguments;
+  w.out_channels = weight.size(0);
+  w.in_channels = weight.size(1);
+  w.kernel[0] = weight.size(2);
+  w.kernel[1] = weight.size(3);
+  const RepresentativeImage image = representativeImage(w);
+  try {
+    const dnnl::primitive_desc pd =
+        primitiveDesc(w,
+                      memory::desc(activationDims(1, w.in_channels, image.side, 2), kF32,
+                                   memory::format_tag::nchw),
+                      memory::desc(weightDims(w), kF32, memory::format_tag::any),
+                      channelsLastDesc(activationDims(1, w.out_channels, image.out, 2), 2),
+                      dnnl::primitive_attr(), ConvAlgorithm::kDirect);
+    return !isReferenceImplementation(pd);
+  } catch (const dnnl::error&) {
+    return false;
+  }
 }
 
 } // namespace srt::ops

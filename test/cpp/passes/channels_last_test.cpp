@@ -91,11 +91,41 @@ def forward(self, x, mask):
 // Small CNNs too: oneDNN's channels-last convolutions beat the NCHW ones with a reorder on each
 // side (ops/conv/convolution.cpp).
 TEST_F(ChannelsLastPass, ConvertsNetworksOfSmallConvolutions) {
-  auto graph = passes::prepareModule(network(kResidualNetwork, 16)).graph;
+  auto graph = passes::prepareModule(network(kResidualNetwork, 8)).graph;
   auto result =
       expectPassPreservesResults(passes::useChannelsLast, graph, {{torch::randn({1, 3, 8, 8})}},
                                  /*expect_changed=*/true, 1e-4);
   EXPECT_GE(countKind(*result, "aten::contiguous"), 2u) << *result;
+}
+
+// A stem of 16 output channels reads the NCHW input itself and writes channels last (the
+// attribute on the convolution, no conversion before it); any other stem's input is converted.
+// Whatever layout the caller's input has (NCHW, channels last, neither), results are the JIT's.
+TEST_F(ChannelsLastPass, StemOfSixteenChannelsReadsNchwItself) {
+  const c10::Symbol marked = c10::Symbol::attr(ops::kChannelsLastOutput);
+  for (const int64_t channels : {16, 32}) {
+    const torch::jit::Module module = network(kResidualNetwork, channels);
+    auto result =
+        expectPassPreservesResults(passes::useChannelsLast, passes::prepareModule(module).graph,
+                                   {{torch::randn({1, 3, 8, 8})}, {torch::randn({2, 3, 7, 5})}},
+                                   /*expect_changed=*/true, 1e-4);
+    size_t marked_convolutions = 0;
+    for (const torch::jit::Node* node : result->nodes()) {
+      marked_convolutions += node->hasAttribute(marked) ? 1 : 0;
+    }
+    const bool reads_nchw = channels == 16;
+    EXPECT_EQ(marked_convolutions, reads_nchw ? 1u : 0u) << *result;
+    // The returned activation goes back to NCHW; the input is converted unless the stem reads it.
+    EXPECT_EQ(countKind(*result, "aten::contiguous"), reads_nchw ? 1u : 2u) << *result;
+    const torch::Tensor wide = torch::randn({2, 3, 12, 22});
+    expectMatchesJit(
+        module,
+        {{{torch::randn({1, 3, 16, 16})}, {}},
+         {{torch::randn({2, 3, 9, 12}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+         {{wide.slice(3, 0, 22, 2)}, {}},
+         {{torch::randn({1, 3, 2, 2})}, {}}},
+        {}, 1e-4);
+  }
 }
 
 // Without a convolution there is nothing to keep channels last for.
