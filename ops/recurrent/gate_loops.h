@@ -1,8 +1,8 @@
 // The vectorized inner loops of the recurrent kernels: the products of a step's rows with a weight
 // packed in column blocks, and the gate formulas of LSTM, GRU and the plain RNN for one row.
 // Built per CPU capability (ops/recurrent/cpu/gate_loops.cpp), run on the widest the CPU has
-// (vec::widestCapability()); sigmoid is built on softmax's polynomial exp (exp of -|x|, within
-// 2 ulp), tanh as 2 * sigmoid(2x) - 1 (within 1.8e-7 of it, ten times cheaper than Sleef's).
+// (vec::widestCapability()); sigmoid is vec::fastSigmoid (softmax's polynomial exp, within 2e-7),
+// tanh 2 * sigmoid(2x) - 1 (within 2.7e-7 of it, ten times cheaper than Sleef's).
 #pragma once
 
 #include <cstdint>
