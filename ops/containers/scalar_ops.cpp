@@ -48,41 +48,39 @@ double floorDivide(double a, double b) {
   return (modulo != 0.0 && ((b < 0) != (modulo < 0))) ? quotient - 1.0 : quotient;
 }
 
-// Registers `aten::NAME.int(int a, int b) -> R` computing `expression` from ints a and b.
-#define SRT_INT_BINARY(name, result_type, expression)                                              \
+// Registers `OP.int(int a, int b) -> R` (OP qualified: "aten::add") computing `expression` from
+// ints a and b; SRT_FLOAT_BINARY the same for `OP.float(float a, float b)`.
+#define SRT_INT_BINARY(op, result_type, expression)                                                \
+  SRT_REGISTER_KERNEL(op, kNative,                                                                 \
+                      whenMatches(op ".int(int a, int b) -> " result_type, [](ProcessedNode& p) {  \
+                        const int64_t a = intAt(p, 0);                                             \
+                        const int64_t b = intAt(p, 1);                                             \
+                        p.output(0) = (expression);                                                \
+                      }))
+#define SRT_FLOAT_BINARY(op, result_type, expression)                                              \
   SRT_REGISTER_KERNEL(                                                                             \
-      "aten::" name, kNative,                                                                      \
-      whenMatches("aten::" name ".int(int a, int b) -> " result_type, [](ProcessedNode& p) {       \
-        const int64_t a = intAt(p, 0);                                                             \
-        const int64_t b = intAt(p, 1);                                                             \
-        p.output(0) = (expression);                                                                \
-      }))
-#define SRT_FLOAT_BINARY(name, result_type, expression)                                            \
-  SRT_REGISTER_KERNEL(                                                                             \
-      "aten::" name, kNative,                                                                      \
-      whenMatches("aten::" name ".float(float a, float b) -> " result_type, [](ProcessedNode& p) { \
+      op, kNative,                                                                                 \
+      whenMatches(op ".float(float a, float b) -> " result_type, [](ProcessedNode& p) {            \
         const double a = floatAt(p, 0);                                                            \
         const double b = floatAt(p, 1);                                                            \
         p.output(0) = (expression);                                                                \
       }))
 
-// Registers `aten::NAME.int_float(int a, float b)` and `.float_int(float a, int b)`, both
+// Registers `OP.int_float(int a, float b)` and `OP.float_int(float a, int b)`, both
 // -> float: Python's mixed arithmetic, the int promoted.
-#define SRT_MIXED_BINARY(name, expression)                                                         \
-  SRT_REGISTER_KERNEL(                                                                             \
-      "aten::" name, kNative,                                                                      \
-      whenMatches("aten::" name ".int_float(int a, float b) -> float", [](ProcessedNode& p) {      \
-        const auto a = static_cast<double>(intAt(p, 0));                                           \
-        const double b = floatAt(p, 1);                                                            \
-        p.output(0) = (expression);                                                                \
-      }));                                                                                         \
-  SRT_REGISTER_KERNEL(                                                                             \
-      "aten::" name, kNative,                                                                      \
-      whenMatches("aten::" name ".float_int(float a, int b) -> float", [](ProcessedNode& p) {      \
-        const double a = floatAt(p, 0);                                                            \
-        const auto b = static_cast<double>(intAt(p, 1));                                           \
-        p.output(0) = (expression);                                                                \
-      }))
+#define SRT_MIXED_BINARY(op, expression)                                                           \
+  SRT_REGISTER_KERNEL(op, kNative,                                                                 \
+                      whenMatches(op ".int_float(int a, float b) -> float", [](ProcessedNode& p) { \
+                        const auto a = static_cast<double>(intAt(p, 0));                           \
+                        const double b = floatAt(p, 1);                                            \
+                        p.output(0) = (expression);                                                \
+                      }));                                                                         \
+  SRT_REGISTER_KERNEL(op, kNative,                                                                 \
+                      whenMatches(op ".float_int(float a, int b) -> float", [](ProcessedNode& p) { \
+                        const double a = floatAt(p, 0);                                            \
+                        const auto b = static_cast<double>(intAt(p, 1));                           \
+                        p.output(0) = (expression);                                                \
+                      }))
 
 } // namespace
 
@@ -212,23 +210,23 @@ SRT_REGISTER_KERNEL("aten::Bool", kNative,
 
 // --- int and float arithmetic ------------------------------------------------------------------
 
-SRT_INT_BINARY("add", "int", a + b);
-SRT_INT_BINARY("sub", "int", a - b);
-SRT_INT_BINARY("mul", "int", a* b);
-SRT_INT_BINARY("floordiv", "int", floorDivide(a, b));
-SRT_INT_BINARY("remainder", "int", pythonModulo(a, b));
-SRT_INT_BINARY("div", "float", static_cast<double>(a) / static_cast<double>(b));
-SRT_INT_BINARY("__and__", "int", a& b);
-SRT_INT_BINARY("__or__", "int", a | b);
-SRT_INT_BINARY("__xor__", "int", a ^ b);
-SRT_FLOAT_BINARY("add", "float", a + b);
-SRT_FLOAT_BINARY("sub", "float", a - b);
-SRT_FLOAT_BINARY("mul", "float", a* b);
-SRT_FLOAT_BINARY("div", "float", a / b);
-SRT_FLOAT_BINARY("floordiv", "float", floorDivide(a, b));
-SRT_MIXED_BINARY("add", a + b);
-SRT_MIXED_BINARY("sub", a - b);
-SRT_MIXED_BINARY("mul", a* b);
+SRT_INT_BINARY("aten::add", "int", a + b);
+SRT_INT_BINARY("aten::sub", "int", a - b);
+SRT_INT_BINARY("aten::mul", "int", a* b);
+SRT_INT_BINARY("aten::floordiv", "int", floorDivide(a, b));
+SRT_INT_BINARY("aten::remainder", "int", pythonModulo(a, b));
+SRT_INT_BINARY("aten::div", "float", static_cast<double>(a) / static_cast<double>(b));
+SRT_INT_BINARY("aten::__and__", "int", a& b);
+SRT_INT_BINARY("aten::__or__", "int", a | b);
+SRT_INT_BINARY("aten::__xor__", "int", a ^ b);
+SRT_FLOAT_BINARY("aten::add", "float", a + b);
+SRT_FLOAT_BINARY("aten::sub", "float", a - b);
+SRT_FLOAT_BINARY("aten::mul", "float", a* b);
+SRT_FLOAT_BINARY("aten::div", "float", a / b);
+SRT_FLOAT_BINARY("aten::floordiv", "float", floorDivide(a, b));
+SRT_MIXED_BINARY("aten::add", a + b);
+SRT_MIXED_BINARY("aten::sub", a - b);
+SRT_MIXED_BINARY("aten::mul", a* b);
 SRT_REGISTER_KERNEL("aten::div", kNative,
                     whenMatches("aten::div(Scalar a, Scalar b) -> float", [](ProcessedNode& p) {
                       p.output(0) =
@@ -313,55 +311,29 @@ SRT_REGISTER_KERNEL("aten::ceil", kNative,
 SRT_REGISTER_KERNEL("aten::floor", kNative,
                     whenMatches("aten::floor.int(int a) -> int",
                                 [](ProcessedNode& p) { p.output(0) = intAt(p, 0); }));
-SRT_REGISTER_KERNEL("prim::min", kNative,
-                    whenMatches("prim::min.int(int a, int b) -> int", [](ProcessedNode& p) {
-                      p.output(0) = std::min(intAt(p, 0), intAt(p, 1));
-                    }));
-SRT_REGISTER_KERNEL("prim::max", kNative,
-                    whenMatches("prim::max.int(int a, int b) -> int", [](ProcessedNode& p) {
-                      p.output(0) = std::max(intAt(p, 0), intAt(p, 1));
-                    }));
-// Python's min/max of two numbers, a float if either is one. As TorchScript computes them
+// Python's min/max of two numbers, a float if either is one, picked as TorchScript picks them
 // (`a < b ? a : b`), so a NaN comes out where the interpreter's does.
-#define SRT_NUMBER_EXTREMUM(name, pick)                                                            \
-  SRT_REGISTER_KERNEL(                                                                             \
-      "prim::" name, kNative,                                                                      \
-      whenMatches("prim::" name ".float(float a, float b) -> float", [](ProcessedNode& p) {        \
-        const double a = floatAt(p, 0);                                                            \
-        const double b = floatAt(p, 1);                                                            \
-        p.output(0) = (pick);                                                                      \
-      }));                                                                                         \
-  SRT_REGISTER_KERNEL(                                                                             \
-      "prim::" name, kNative,                                                                      \
-      whenMatches("prim::" name ".int_float(int a, float b) -> float", [](ProcessedNode& p) {      \
-        const auto a = static_cast<double>(intAt(p, 0));                                           \
-        const double b = floatAt(p, 1);                                                            \
-        p.output(0) = (pick);                                                                      \
-      }));                                                                                         \
-  SRT_REGISTER_KERNEL(                                                                             \
-      "prim::" name, kNative,                                                                      \
-      whenMatches("prim::" name ".float_int(float a, int b) -> float", [](ProcessedNode& p) {      \
-        const double a = floatAt(p, 0);                                                            \
-        const auto b = static_cast<double>(intAt(p, 1));                                           \
-        p.output(0) = (pick);                                                                      \
-      }))
-SRT_NUMBER_EXTREMUM("min", a < b ? a : b);
-SRT_NUMBER_EXTREMUM("max", a > b ? a : b);
+SRT_INT_BINARY("prim::min", "int", a < b ? a : b);
+SRT_INT_BINARY("prim::max", "int", a > b ? a : b);
+SRT_FLOAT_BINARY("prim::min", "float", a < b ? a : b);
+SRT_FLOAT_BINARY("prim::max", "float", a > b ? a : b);
+SRT_MIXED_BINARY("prim::min", a < b ? a : b);
+SRT_MIXED_BINARY("prim::max", a > b ? a : b);
 
 // --- Comparisons -------------------------------------------------------------------------------
 
-SRT_INT_BINARY("eq", "bool", a == b);
-SRT_INT_BINARY("ne", "bool", a != b);
-SRT_INT_BINARY("lt", "bool", a < b);
-SRT_INT_BINARY("le", "bool", a <= b);
-SRT_INT_BINARY("gt", "bool", a > b);
-SRT_INT_BINARY("ge", "bool", a >= b);
-SRT_FLOAT_BINARY("eq", "bool", a == b);
-SRT_FLOAT_BINARY("ne", "bool", a != b);
-SRT_FLOAT_BINARY("lt", "bool", a < b);
-SRT_FLOAT_BINARY("le", "bool", a <= b);
-SRT_FLOAT_BINARY("gt", "bool", a > b);
-SRT_FLOAT_BINARY("ge", "bool", a >= b);
+SRT_INT_BINARY("aten::eq", "bool", a == b);
+SRT_INT_BINARY("aten::ne", "bool", a != b);
+SRT_INT_BINARY("aten::lt", "bool", a < b);
+SRT_INT_BINARY("aten::le", "bool", a <= b);
+SRT_INT_BINARY("aten::gt", "bool", a > b);
+SRT_INT_BINARY("aten::ge", "bool", a >= b);
+SRT_FLOAT_BINARY("aten::eq", "bool", a == b);
+SRT_FLOAT_BINARY("aten::ne", "bool", a != b);
+SRT_FLOAT_BINARY("aten::lt", "bool", a < b);
+SRT_FLOAT_BINARY("aten::le", "bool", a <= b);
+SRT_FLOAT_BINARY("aten::gt", "bool", a > b);
+SRT_FLOAT_BINARY("aten::ge", "bool", a >= b);
 
 SRT_REGISTER_KERNEL("aten::eq", kNative,
                     whenMatches("aten::eq.bool(bool a, bool b) -> bool", [](ProcessedNode& p) {
