@@ -924,10 +924,11 @@ void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char*
 }
 
 // The part of `epilogue` oneDNN's post-ops compute: all of it but a sigmoid or silu, which
-// vec::mapFast applies after the primitive in a third of the time the post-op adds (0.3 against
-// 0.6-0.7 ns an output on an AMD EPYC, Zen 4: efficientnet_b0's depthwise and 1x1 convolutions
-// spent a third of their time in it). Measured the same or faster on every convolution of
-// efficientnet_b0, the compute-bound ones included.
+// vec::mapFast applies after the primitive in a third of the time the post-op adds (about 0.2
+// against 0.6-0.7 ns an output on an AMD EPYC, Zen 4: efficientnet_b0's depthwise and 1x1
+// convolutions spent a third of their time in it). Measured faster on every kind of
+// convolution efficientnet_b0 has (3x3 and 5x5 depthwise, 1x1 expansions, the 320 -> 1280
+// head), and level on a compute-bound 3x3 of 64 channels.
 ConvEpilogue libraryEpilogue(ConvEpilogue epilogue) {
   if (epilogue.activation && vec::hasFastFormula(*epilogue.activation)) {
     epilogue.activation.reset();
