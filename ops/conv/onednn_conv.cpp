@@ -92,6 +92,8 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 constexpr auto kF32 = memory::data_type::f32;
+// Channels per block of oneDNN's blocked activation layout on AVX-512 (nChw16c, nCdhw16c).
+constexpr int64_t kChannelBlock = 16;
 
 Dims spatial(const int64_t* values, int spatial_dims) {
   return Dims(values, values + spatial_dims);
@@ -486,9 +488,9 @@ bool layoutApplies(const OneDnnConvWeight& w, ActivationLayout layout) {
   if (layout == ActivationLayout::kLibraryChoice) {
     return true;
   }
-  constexpr int64_t kBlock = 16;
   return w.algorithm == ConvAlgorithm::kDirect && w.multiply == kF32 && !w.arguments.transposed &&
-         w.arguments.groups == 1 && w.in_channels % kBlock == 0 && w.out_channels % kBlock == 0;
+         w.arguments.groups == 1 && w.in_channels % kChannelBlock == 0 &&
+         w.out_channels % kChannelBlock == 0;
 }
 
 memory::format_tag blockedTag(int spatial_dims) {
@@ -523,10 +525,10 @@ ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
 // A channels-last float32 tensor of `dims`: NHWC (NDHWC), or for 16 channels the same bytes
 // described as 16-channel blocks (nChw16c), the layout oneDNN's first-layer kernel writes.
 memory::desc channelsLastDesc(const Dims& dims, int spatial_dims) {
-  constexpr int64_t kBlock = 16;
   return memory::desc(dims, kF32,
-                      dims[1] == kBlock ? blockedTag(spatial_dims)
-                                        : activationTag(spatial_dims, /*channels_last=*/true));
+                      dims[1] == kChannelBlock
+                          ? blockedTag(spatial_dims)
+                          : activationTag(spatial_dims, /*channels_last=*/true));
 }
 
 bool isReferenceImplementation(const dnnl::primitive_desc& pd) {
@@ -1203,10 +1205,9 @@ KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> pack
 
 bool oneDnnConvReadsPlainIntoChannelsLast(const at::Tensor& weight,
                                           const ConvArguments& arguments) {
-  constexpr int64_t kBlock = 16;
   if (arguments.spatial_dims != 2 || arguments.transposed || arguments.groups != 1 ||
-      weight.scalar_type() != at::kFloat || weight.dim() != 4 || weight.size(0) != kBlock ||
-      weight.size(1) >= kBlock) {
+      weight.scalar_type() != at::kFloat || weight.dim() != 4 || weight.size(0) != kChannelBlock ||
+      weight.size(1) >= kChannelBlock) {
     return false;
   }
   OneDnnConvWeight w;
