@@ -1,8 +1,6 @@
 // Picks the capability build of ops/conv/cpu/pool_loops.cpp: the widest the CPU has.
 #include "ops/conv/pool_loops.h"
 
-#include <cstring>
-
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops::pooling {
@@ -25,16 +23,9 @@ using MaxPoolRow = decltype(&DEFAULT::maxPoolChannelsLastRowLoop);
 // ResNet's stem pooling (64 x 112 x 112, 3x3 stride 2): 466 us with SSE2 select loops, ATen's
 // channels-last kernel 568 us, ONNX Runtime's 270 us.
 MaxPoolRow maxPoolRowLoop() {
-  static const MaxPoolRow chosen = [] {
-    const char* name = vec::widestCapability();
-    if (std::strcmp(name, "AVX512") == 0) {
-      return &AVX512::maxPoolChannelsLastRowLoop;
-    }
-    if (std::strcmp(name, "AVX2") == 0) {
-      return &AVX2::maxPoolChannelsLastRowLoop;
-    }
-    return &DEFAULT::maxPoolChannelsLastRowLoop;
-  }();
+  static const MaxPoolRow chosen =
+      vec::widestOf(&DEFAULT::maxPoolChannelsLastRowLoop, &AVX2::maxPoolChannelsLastRowLoop,
+                    &AVX512::maxPoolChannelsLastRowLoop);
   return chosen;
 }
 

@@ -2,6 +2,8 @@
 // TensorIterator: the fast path of the element-wise out-variant kernels.
 #pragma once
 
+#include <string_view>
+
 #include <cstdint>
 
 namespace srt::ops {
@@ -143,5 +145,12 @@ const char* capability();
 // and other sums of products, within rounding of ATen's whatever the capability; the recurrent
 // kernels, whose gates' inputs already differ from ATen's by those products' rounding).
 const char* widestCapability();
+
+// Of a loop's builds for the three capabilities (ops/*/cpu/, cmake/CpuKernels.cmake), the one
+// widestCapability() names.
+template <typename T> T widestOf(T default_build, T avx2_build, T avx512_build) {
+  const std::string_view name = widestCapability();
+  return name == "AVX512" ? avx512_build : name == "AVX2" ? avx2_build : default_build;
+}
 
 } // namespace srt::ops::vec

@@ -1,7 +1,6 @@
 // Picks the capability build of ops/recurrent/cpu/gate_loops.cpp: the widest the CPU has.
 #include "ops/recurrent/gate_loops.h"
 
-#include <cstring>
 
 #include "ops/elementwise/vectorized_loops.h"
 
@@ -43,16 +42,8 @@ struct Loops {
 // Debian ATen's AVX2, the 2-layer biLSTM 64->128 at batch 1 took 543 -> 465 us (medians of 4
 // processes each, interleaved; the step products alone 543 -> 513).
 const Loops& loops() {
-  static const Loops chosen = [] {
-    const char* name = vec::widestCapability();
-    if (std::strcmp(name, "AVX512") == 0) {
-      return SRT_CAPABILITY_LOOPS(AVX512);
-    }
-    if (std::strcmp(name, "AVX2") == 0) {
-      return SRT_CAPABILITY_LOOPS(AVX2);
-    }
-    return SRT_CAPABILITY_LOOPS(DEFAULT);
-  }();
+  static const Loops chosen = vec::widestOf(
+      SRT_CAPABILITY_LOOPS(DEFAULT), SRT_CAPABILITY_LOOPS(AVX2), SRT_CAPABILITY_LOOPS(AVX512));
   return chosen;
 }
 #undef SRT_CAPABILITY_LOOPS
