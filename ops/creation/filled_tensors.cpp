@@ -102,23 +102,20 @@ void newFull(ProcessedNode& p) {
 // dtype; self's layout (memory_format None or preserve) or a contiguous one (contiguous, which
 // torch.legacy_contiguous_format also is: torch.nn.utils.rnn's invert_permutation). A device read
 // at run time (`device=x.device`, torchvision's detection heads) is the node's output where it is
-// the CPU, ATen's fresh tensor elsewhere. A layout, pinned memory or another memory format
-// declines the node (likeFactory): those are not this runtime's to make.
+// the CPU, ATen's fresh tensor elsewhere, as for another layout or pinned memory. Another memory
+// format declines the node (likeFactory).
 void fillLike(ProcessedNode& p, size_t dtype_input, const c10::optional<c10::Scalar>& value,
               bool contiguous) {
   const at::Tensor& self = p.input(0).toTensor();
-  const c10::IValue& dtype = p.input(dtype_input);
-  const at::TensorOptions options =
-      dtype.isNone() ? self.options() : self.options().dtype(dtype.toScalarType());
-  const c10::IValue& device = p.input(dtype_input + 2);
-  if (!device.isNone() && device.toDevice() != self.device()) {
+  const Placement placement = readPlacement(p, dtype_input, self.scalar_type(), self.device());
+  if (!placement.plain_cpu) {
     at::Tensor fresh =
-        at::empty_like(self, options.device(device.toDevice()),
+        at::empty_like(self, placement.options,
                        contiguous ? at::MemoryFormat::Contiguous : at::MemoryFormat::Preserve);
     p.output(0) = value ? fresh.fill_(*value) : fresh;
     return;
   }
-  at::Tensor& out = outputTensor(p, 0, options);
+  at::Tensor& out = outputTensor(p, 0, placement.options);
   if (contiguous) {
     at::native::resize_(out, self.sizes());
   } else {
@@ -137,14 +134,13 @@ template <bool kContiguous> void fullLike(ProcessedNode& p) {
   fillLike(p, 2, p.input(1).toScalar(), kContiguous);
 }
 
-// The *_like node when its layout and pin_memory are None and its memory format None, preserve
-// or contiguous: `preserving` or `contiguous` then.
+// The *_like node when its memory format is None, preserve or contiguous: `preserving` or
+// `contiguous` then. Its dtype, layout, device and pin_memory are read at run time: a traced
+// graph passes them all (`zeros_like(x, 6, 0, "cpu", False, None)`), a scripted one None.
 std::optional<KernelFunction> likeFactory(const Node* node, size_t dtype_input,
                                           KernelFunction preserving, KernelFunction contiguous) {
   const size_t format_input = dtype_input + 4;
   if (node->inputs().size() != format_input + 1 ||
-      !noneFrom(node, dtype_input + 1, dtype_input + 2) ||
-      !noneFrom(node, dtype_input + 3, format_input) ||
       node->input(0)->type()->kind() != c10::TypeKind::TensorType) {
     return std::nullopt;
   }

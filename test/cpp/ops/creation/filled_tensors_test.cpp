@@ -247,5 +247,23 @@ def forward(self, x):
   EXPECT_EQ(module.stats().fallback_ops.at("aten::ones_like"), 1u);
 }
 
+// A traced graph passes every placement argument (`zeros_like(x, 6, 0, "cpu", False, None)`):
+// the default ones run the out variant; a pinned result is ATen's fresh tensor, as the JIT's.
+TEST(FilledTensors, LikeFormsWithEveryPlacementArgumentAsATraceWritesThem) {
+  const char* source = R"JIT(
+def forward(self, x):
+    return (torch.zeros_like(x, dtype=6, layout=0, device=torch.device("cpu"), pin_memory=False),
+            torch.full_like(x, 2.0, dtype=7, layout=0, device=torch.device("cpu"), pin_memory=False, memory_format=0))
+)JIT";
+  expectMatchesJit(source,
+                   {{{torch::randn({2, 3})}},
+                    {{torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast)}}});
+  StaticModule module(scriptModule(source));
+  EXPECT_TRUE(module.stats().fallback_ops.empty());
+  for (const char* op : {"aten::zeros_like", "aten::full_like"}) {
+    EXPECT_EQ(kernelKinds(module).at(op), std::set<KernelKind>{KernelKind::kOutVariant}) << op;
+  }
+}
+
 } // namespace
 } // namespace srt::testing
