@@ -30,6 +30,8 @@
 //   argsort(x, dim, descending) -> sort(x, dim, descending)[1]   (and argsort(stable=))
 //   fliplr(x) -> flip(x, [1]); flipud(x) -> flip(x, [0])
 //   x.mT -> transpose(x, -2, -1)
+//   swapaxes / swapdims(x, a, b) -> transpose(x, a, b); moveaxis -> movedim   (NumPy's names, as
+//                                  torch.jit.trace records them: maxvit_t's window partitions)
 // Each keeps ATen's values; an input ATen refuses is still refused, by the op it becomes.
 //
 // An empty stride means "the kernel size" in both the 1-D and the 2-D pooling ops, so it is passed
@@ -234,7 +236,13 @@ struct Renaming {
   c10::Symbol replacement;
 };
 
-const Renaming kBitwiseRenamings[] = {
+const Renaming kRenamings[] = {
+    {"aten::swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)", c10::aten::transpose},
+    {"aten::swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", c10::aten::transpose},
+    {"aten::moveaxis.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
+     c10::aten::movedim},
+    {"aten::moveaxis.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+     c10::aten::movedim},
     {"aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor", c10::aten::bitwise_and},
     {"aten::__and__.Scalar(Tensor self, Scalar other) -> Tensor", c10::aten::bitwise_and},
     {"aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor", c10::aten::bitwise_or},
@@ -244,9 +252,10 @@ const Renaming kBitwiseRenamings[] = {
 };
 
 bool renameToFixedArguments(Graph& graph, Node* node) {
-  for (const Renaming& renaming : kBitwiseRenamings) {
+  for (const Renaming& renaming : kRenamings) {
     if (node->matches(renaming.schema)) {
-      return replaceByOp(graph, node, renaming.replacement, {node->input(0), node->input(1)});
+      const std::vector<Value*> inputs(node->inputs().begin(), node->inputs().end());
+      return replaceByOp(graph, node, renaming.replacement, inputs);
     }
   }
   torch::jit::WithInsertPoint insert(node);

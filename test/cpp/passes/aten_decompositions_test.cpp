@@ -171,7 +171,9 @@ def forward(self, x, y, n: int):
     masks = (m & k, m | k, m ^ k, (x * 9).long() & 6, (x * 9).long() | 3, n & 3, n | 8, n ^ 5, (n > 2) ^ (n > 9))
     return (masks, x // 0.5, n // 2, torch.floor_divide(y, x),
             torch.argsort(x), torch.argsort(x, 0, True), torch.argsort(x, stable=True, dim=-1),
-            torch.fliplr(x), torch.flipud(x), x.mT)
+            torch.fliplr(x), torch.flipud(x), x.mT,
+            torch.swapaxes(x, 0, -1) + 1, torch.swapdims(x, 1, 0).contiguous(),
+            torch.moveaxis(x, 0, -1) * 2, torch.moveaxis(x, [0, 1], [1, 0]).sum(0))
 )JIT";
   expectMatchesJit(source, {{{torch::randn({3, 4}), torch::randn({3, 4}), int64_t{7}}},
                             {{torch::randn({2, 5, 3}), torch::randn({5, 3}), int64_t{-5}}}});
@@ -179,8 +181,8 @@ def forward(self, x, y, n: int):
   for (const auto& [name, kinds] : kernelKinds(module)) {
     EXPECT_EQ(kinds.count(KernelKind::kFallback), 0u) << name << " falls back\n" << module.graph();
   }
-  for (const char* op :
-       {"aten::floor_divide", "aten::argsort", "aten::fliplr", "aten::flipud", "aten::mT"}) {
+  for (const char* op : {"aten::floor_divide", "aten::argsort", "aten::fliplr", "aten::flipud",
+                         "aten::mT", "aten::swapaxes", "aten::swapdims", "aten::moveaxis"}) {
     EXPECT_EQ(kernelKinds(module).count(op), 0u) << op << " left in\n" << module.graph();
   }
 }
