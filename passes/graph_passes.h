@@ -68,6 +68,10 @@ bool packConvWeights(GraphPtr& graph);
 // constant packed for Winograd (conv_winograd.cpp).
 bool useWinogradConvolutions(GraphPtr& graph);
 
+// Chains of srt::packed_conv2d with their activations in oneDNN's channel-blocked layout:
+// srt::blocked_conv2d, conversions where something else reads them (blocked_layout.cpp).
+bool useBlockedLayout(GraphPtr& graph);
+
 // aten::linear / srt::fused_linear with a constant weight -> srt::fused_linear.packed on one
 // constant holding the weight packed for oneDNN; the plain weight constants become dead
 // (linear_weight_packing.cpp).

@@ -79,6 +79,10 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After conv_weight_packing (repacks its constants); before dead_code, which drops the
       // direct-packed constants it leaves unused.
       {"conv_winograd", useWinogradConvolutions},
+      // After every pass that makes or repacks convolutions (it packs their weights again for
+      // the blocked kernels, Winograd's as they are); before dead_code, which drops the
+      // channels-last weight constants and conversions it leaves unused.
+      {"blocked_layout", useBlockedLayout},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

@@ -63,9 +63,7 @@ void referenceIntoOutput(ProcessedNode& p) {
   const InferenceDispatch below_autograd;
   // The weight is the constant the factory packed: its rank is the node's.
   const at::Tensor result = convTranspose(p.input(1).toTensor().dim() - 2, p);
-  at::Tensor& out = outputTensorLike(p, 0, result);
-  at::native::resize_(out, result.sizes());
-  out.copy_(result);
+  copyIntoOutput(p, result);
 }
 
 // A constant int list of one value (for every dimension) or one per dimension.
@@ -131,7 +129,7 @@ std::optional<KernelFunction> convTransposeFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   return makeOneDnnConvKernel(std::move(packed), ConvEpilogue{}, /*residual_input=*/-1,
-                              /*writes_channels_last=*/false, referenceIntoOutput);
+                              ConvOutputLayout::kAsInput, referenceIntoOutput);
 }
 
 // A weight given at run time: ATen's op (by the node's op, whatever the weight's rank), whose

@@ -214,9 +214,19 @@ void referenceIntoOutput(ProcessedNode& p) {
   } else {
     result = atenConv<2>(p);
   }
-  at::Tensor& out = outputTensorLike(p, 0, result);
-  at::native::resize_(out, result.sizes());
-  out.copy_(result);
+  copyIntoOutput(p, result);
+}
+
+// referenceIntoOutput for srt::blocked_conv2d.
+void blockedReferenceIntoOutput(ProcessedNode& p) {
+  const InferenceDispatch below_autograd;
+  const at::Tensor result = blockedConvReference(
+      p.input(kInput).toTensor(), p.input(kWeight).toCustomClass<PackedConvWeight>(),
+      optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
+      p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(), p.input(kGroups).toInt(),
+      optionalTensor(p.input(kResidual)), p.input(kActivation).toStringRef(),
+      p.input(kActA).toScalar(), p.input(kActB).toScalar());
+  copyIntoOutput(p, result);
 }
 
 // A constant int list argument of the node, as aten::conv2d reads int[2] (one value for every
@@ -236,11 +246,15 @@ std::optional<std::vector<int64_t>> constantList(const torch::jit::Value* value,
   return values;
 }
 
-// Whether passes/channels_last.cpp asked the node for a channels-last output whatever its
-// input's layout.
-bool writesChannelsLast(const torch::jit::Node* node) {
+// The node's output layout: channel-blocked for srt::blocked_conv2d; channels last whatever its
+// input's layout where passes/channels_last.cpp asked for it; else its input's.
+ConvOutputLayout outputLayout(const torch::jit::Node* node) {
+  if (node->matches(kBlockedConv2dSchema)) {
+    return ConvOutputLayout::kBlocked;
+  }
   const c10::Symbol attribute = c10::Symbol::attr(kChannelsLastOutput);
-  return node->hasAttribute(attribute) && node->i(attribute) != 0;
+  return node->hasAttribute(attribute) && node->i(attribute) != 0 ? ConvOutputLayout::kChannelsLast
+                                                                  : ConvOutputLayout::kAsInput;
 }
 
 // srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
@@ -255,8 +269,10 @@ std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int
   if (!(convArguments(*packed->packed) == *arguments)) {
     return std::nullopt;
   }
-  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, writesChannelsLast(node),
-                              referenceIntoOutput);
+  const ConvOutputLayout layout = outputLayout(node);
+  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, layout,
+                              layout == ConvOutputLayout::kBlocked ? blockedReferenceIntoOutput
+                                                                   : referenceIntoOutput);
 }
 
 // Every convolution with a constant weight runs on oneDNN with the weight packed now (when
@@ -268,7 +284,7 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   if (!options.enable_out_variant) {
     return std::nullopt;
   }
-  if (node->matches(kPackedConv2dSchema)) {
+  if (node->matches(kPackedConv2dSchema) || node->matches(kBlockedConv2dSchema)) {
     return packedConvKernel(node, 2);
   }
   if (node->matches(kPackedConv3dSchema)) {
@@ -296,7 +312,7 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   if (packed == nullptr) {
     return std::nullopt;
   }
-  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, writesChannelsLast(node),
+  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, outputLayout(node),
                               referenceIntoOutput);
 }
 
@@ -328,6 +344,7 @@ SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeConv<2>));
 SRT_REGISTER_KERNEL("srt::fused_conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("srt::packed_conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("srt::blocked_conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv3d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv3d", kNative, whenMatches(kConv3dSchema, nativeConv<3>));
 SRT_REGISTER_KERNEL("srt::fused_conv3d", kOutVariant, convFactory);

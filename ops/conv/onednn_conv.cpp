@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "ops/conv/blocked_layout.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/parallelism.h"
@@ -27,14 +28,16 @@ struct ConvKey {
   int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
   bool channels_last = false;
   bool plain_into_channels_last = false; // an NCHW input, a channels-last output
+  bool src_blocked = false;              // the input channel-blocked (nChw16c)
+  bool dst_blocked = false;              // the output (and residual) channel-blocked
   int threads = 0;
   int pieces = 0;
 
   bool operator==(const ConvKey& o) const {
     return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
            channels_last == o.channels_last &&
-           plain_into_channels_last == o.plain_into_channels_last && threads == o.threads &&
-           pieces == o.pieces;
+           plain_into_channels_last == o.plain_into_channels_last && src_blocked == o.src_blocked &&
+           dst_blocked == o.dst_blocked && threads == o.threads && pieces == o.pieces;
   }
 };
 
@@ -92,8 +95,6 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 constexpr auto kF32 = memory::data_type::f32;
-// Channels per block of oneDNN's blocked activation layout on AVX-512 (nChw16c, nCdhw16c).
-constexpr int64_t kChannelBlock = 16;
 
 Dims spatial(const int64_t* values, int spatial_dims) {
   return Dims(values, values + spatial_dims);
@@ -248,6 +249,9 @@ struct OneDnnConvState final : NodeState {
 struct ConvPiece {
   OneDnnConvState state;
   size_t src_offset = 0, dst_offset = 0, scratch_offset = 0;
+  // A piece of a channel-blocked convolution's output channels: the weight's and bias's slices
+  // for them (views of the whole's storage), or none (the whole weight).
+  std::shared_ptr<const OneDnnConvWeight> weight;
 };
 
 void reorder(const memory& from, const memory& to) {
@@ -346,15 +350,16 @@ RepresentativeImage representativeImage(const OneDnnConvWeight& w) {
 
 // The primitive of `algorithm` on the representative image, weights in `weights` (may be format
 // any). Throws dnnl::error when oneDNN has no such convolution.
-dnnl::primitive_desc representativePrimitive(const OneDnnConvWeight& w, const memory::desc& weights,
-                                             const dnnl::primitive_attr& attr,
-                                             ConvAlgorithm algorithm) {
+dnnl::primitive_desc
+representativePrimitive(const OneDnnConvWeight& w, const memory::desc& weights,
+                        const dnnl::primitive_attr& attr, ConvAlgorithm algorithm,
+                        memory::format_tag activations = memory::format_tag::any,
+                        memory::format_tag input = memory::format_tag::any) {
   const int dims = w.arguments.spatial_dims;
   const RepresentativeImage image = representativeImage(w);
   const memory::desc src(activationDims(1, w.in_channels, image.side, dims), w.multiply,
-                         memory::format_tag::any);
-  const memory::desc dst(activationDims(1, w.out_channels, image.out, dims), kF32,
-                         memory::format_tag::any);
+                         input == memory::format_tag::any ? activations : input);
+  const memory::desc dst(activationDims(1, w.out_channels, image.out, dims), kF32, activations);
   return primitiveDesc(w, src, weights, dst, attr, algorithm);
 }
 
@@ -508,6 +513,8 @@ struct ConvShape {
   bool channels_last = false;
   Padding pad;
   bool plain_into_channels_last = false;
+  bool src_blocked = false;
+  bool dst_blocked = false;
 };
 
 // The whole convolution of an input of `key`.
@@ -518,8 +525,12 @@ ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
     out_sizes[i] = outputSize(key.size[i], w.kernel[i], w.arguments, i);
   }
   return {activationDims(key.batch, w.in_channels, key.size, spatial_dims),
-          activationDims(key.batch, w.out_channels, out_sizes, spatial_dims), key.channels_last,
-          padding(w.arguments), key.plain_into_channels_last};
+          activationDims(key.batch, w.out_channels, out_sizes, spatial_dims),
+          key.channels_last,
+          padding(w.arguments),
+          key.plain_into_channels_last,
+          key.src_blocked,
+          key.dst_blocked};
 }
 
 // A channels-last float32 tensor of `dims`: NHWC (NDHWC), or for 16 channels the same bytes
@@ -535,17 +546,18 @@ bool isReferenceImplementation(const dnnl::primitive_desc& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
-// For an NCHW input into a channels-last output: the primitive reading `src_user` and writing
-// `dst_user` as they are (no reorder on either side), where oneDNN has a kernel for that other
-// than its reference one (float32, direct, a stem's few input channels); else empty, and the
-// caller's primitive reorders.
-dnnl::primitive_desc plainIntoChannelsLast(const OneDnnConvWeight& w, const ConvShape& shape,
-                                           const memory::desc& src_user,
-                                           const memory::desc& dst_user,
-                                           const memory::desc& any_weights,
-                                           const dnnl::primitive_attr& attr) {
-  if (!shape.plain_into_channels_last || w.algorithm != ConvAlgorithm::kDirect ||
-      w.multiply != kF32) {
+// For a plain input into a channels-last or channel-blocked output: the primitive reading
+// `src_user` and writing `dst_user` as they are (no reorder on either side), where oneDNN has a
+// kernel for that other than its reference one (float32, direct, a stem's few input channels
+// read from NCHW); else empty, and the caller's primitive reorders.
+dnnl::primitive_desc plainIntoOtherLayout(const OneDnnConvWeight& w, const ConvShape& shape,
+                                          const memory::desc& src_user,
+                                          const memory::desc& dst_user,
+                                          const memory::desc& any_weights,
+                                          const dnnl::primitive_attr& attr) {
+  const bool plain_into_other =
+      shape.plain_into_channels_last || (shape.dst_blocked && !shape.src_blocked);
+  if (!plain_into_other || w.algorithm != ConvAlgorithm::kDirect || w.multiply != kF32) {
     return {};
   }
   try {
@@ -566,18 +578,20 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   const Dims& src_dims = shape.src;
   const Dims& dst_dims = shape.dst;
   const auto user_tag = activationTag(spatial_dims, shape.channels_last);
-  const memory::desc src_user(src_dims, kF32, user_tag);
-  const memory::desc dst_user = shape.plain_into_channels_last
-                                    ? channelsLastDesc(dst_dims, spatial_dims)
-                                    : memory::desc(dst_dims, kF32, user_tag);
-  const auto activation_tag = layout == ActivationLayout::kChannelBlocked ? blockedTag(spatial_dims)
-                                                                          : memory::format_tag::any;
+  const memory::desc src_user(src_dims, kF32,
+                              shape.src_blocked ? blockedTag(spatial_dims) : user_tag);
+  const memory::desc dst_user =
+      shape.dst_blocked                ? memory::desc(dst_dims, kF32, blockedTag(spatial_dims))
+      : shape.plain_into_channels_last ? channelsLastDesc(dst_dims, spatial_dims)
+                                       : memory::desc(dst_dims, kF32, user_tag);
+  const bool blocked = layout == ActivationLayout::kChannelBlocked || shape.dst_blocked;
+  const auto activation_tag = blocked ? blockedTag(spatial_dims) : memory::format_tag::any;
   // A bfloat16 weight's input differs from src_user in type, so it is always reordered (rounded).
   const memory::desc any_src(src_dims, w.multiply, activation_tag);
   const memory::desc any_dst(dst_dims, kF32, activation_tag);
   const memory::desc any_weights(weightDims(w), w.multiply, memory::format_tag::any);
   const dnnl::primitive_attr attr = attributes(epilogue);
-  dnnl::primitive_desc pd = plainIntoChannelsLast(w, shape, src_user, dst_user, any_weights, attr);
+  dnnl::primitive_desc pd = plainIntoOtherLayout(w, shape, src_user, dst_user, any_weights, attr);
   if (!pd) {
     try {
       // Winograd on the shared packed weight: oneDNN has more than one Winograd implementation
@@ -842,6 +856,61 @@ size_t channelsLastStride(const Dims& dims, int dim) {
   return static_cast<size_t>(elements) * sizeof(float);
 }
 
+// How a channel-blocked convolution splits into pieces whose slabs are contiguous: by images, or,
+// for one image, by blocks of output channels (a depthwise one's input blocks with them, so its
+// input must be blocked too).
+enum class BlockedSplit { kNone, kImages, kChannelBlocks };
+
+BlockedSplit blockedSplit(const OneDnnConvWeight& w, const ConvKey& key, int pieces) {
+  if (key.batch >= pieces) {
+    return BlockedSplit::kImages;
+  }
+  const bool depthwise = w.arguments.groups > 1 && w.arguments.groups == w.in_channels;
+  const int64_t blocks = (w.out_channels + kChannelBlock - 1) / kChannelBlock;
+  if (key.batch == 1 && blocks >= pieces &&
+      (w.arguments.groups == 1 || (depthwise && key.src_blocked))) {
+    return BlockedSplit::kChannelBlocks;
+  }
+  return BlockedSplit::kNone;
+}
+
+// Bytes of one image of a float32 tensor of `dims`, channel-blocked or not.
+size_t imageBytes(const Dims& dims, bool blocked) {
+  int64_t elements =
+      blocked ? (dims[1] + kChannelBlock - 1) / kChannelBlock * kChannelBlock : dims[1];
+  for (size_t d = 2; d < dims.size(); ++d) {
+    elements *= dims[d];
+  }
+  return static_cast<size_t>(elements) * sizeof(float);
+}
+
+// `w` restricted to output channels [begin, end) (a depthwise one's groups with them): views of
+// its weight and bias, described as the layout a primitive of those channels reads where the
+// whole's slice is that layout (oneDNN's blocked weights keep output blocks outermost), which
+// weightIn then uses in place.
+std::shared_ptr<const OneDnnConvWeight> outputChannelSlice(const OneDnnConvWeight& w, int64_t begin,
+                                                           int64_t end) {
+  auto slice = std::make_shared<OneDnnConvWeight>(w); // arguments, kernel, precision
+  const bool depthwise = w.arguments.groups > 1;
+  slice->out_channels = end - begin;
+  if (depthwise) {
+    slice->in_channels = end - begin;
+    slice->arguments.groups = end - begin;
+  }
+  Dims dims = weightDims(*slice);
+  Dims offsets(dims.size(), 0);
+  offsets[0] = begin;
+  dnnl_memory_desc_t sliced = w.desc.submemory_desc(dims, offsets).data;
+  const auto offset_bytes = static_cast<int64_t>(sliced.offset0 * sizeof(float));
+  sliced.offset0 = 0;
+  slice->desc = memory::desc(sliced);
+  slice->storage = w.storage.narrow(0, offset_bytes, static_cast<int64_t>(slice->desc.get_size()));
+  if (w.bias.defined()) {
+    slice->bias = w.bias.narrow(0, begin, end - begin);
+  }
+  return slice;
+}
+
 // How many pieces the runtime's own workers run a convolution of `key` in: one per thread where
 // its activations are channels-last float32 ones (so that slabs are contiguous), it is large enough
 // to pay for handing out the pieces, and it has a dim to split; else 0 (one primitive, on OpenMP's
@@ -850,13 +919,17 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
               const WorkerPool& workers) {
   // Winograd's weight layout is chosen for the whole image: pieces would repack it for the
   // direct algorithm, slower than Winograd on two threads of OpenMP's.
-  if (w.algorithm != ConvAlgorithm::kDirect || w.arguments.transposed || !key.channels_last ||
-      w.multiply != kF32 ||
+  if (w.algorithm != ConvAlgorithm::kDirect || w.arguments.transposed ||
+      !(key.channels_last || key.dst_blocked) || w.multiply != kF32 ||
       !worthSplittingOver(workers,
                           static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
     return 0;
   }
-  return splitDim(wholeShape(w, key), workers.threads()) >= 0 ? workers.threads() : 0;
+  const int threads = workers.threads();
+  if (key.dst_blocked) {
+    return blockedSplit(w, key, threads) != BlockedSplit::kNone ? threads : 0;
+  }
+  return splitDim(wholeShape(w, key), threads) >= 0 ? threads : 0;
 }
 
 // Builds `state` for `key` as key.pieces pieces (piecesFor): slabs of the output along
@@ -864,12 +937,19 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
 // slab meets the input's border and none elsewhere. A piece whose primitive wants another layout
 // (a stem's three channels) reorders its own slabs, in its own scratch. state.supported is false
 // (and there are no pieces) where oneDNN has no primitive for a piece.
+void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
+                        const ConvEpilogue& epilogue);
+
 void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
                  const ConvEpilogue& epilogue) {
   state.key = key;
   state.built = true;
   state.supported = false;
   state.pieces.clear();
+  if (key.dst_blocked) {
+    buildBlockedPieces(state, key, w, epilogue);
+    return;
+  }
   const ConvShape whole = wholeShape(w, key);
   const int dim = splitDim(whole, key.pieces);
   const size_t src_stride = channelsLastStride(whole.src, dim);
@@ -913,13 +993,62 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
   state.supported = true;
 }
 
+// buildPieces for a channel-blocked output (blockedSplit): ranges of images, or of one image's
+// output channel blocks, each piece a convolution of its own on dense slabs.
+void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
+                        const ConvEpilogue& epilogue) {
+  const ConvShape whole = wholeShape(w, key);
+  const BlockedSplit split = blockedSplit(w, key, key.pieces);
+  const size_t src_image = imageBytes(whole.src, key.src_blocked);
+  const size_t dst_image = imageBytes(whole.dst, /*blocked=*/true);
+  const int64_t blocks = (w.out_channels + kChannelBlock - 1) / kChannelBlock;
+  size_t scratch = 0;
+  for (int k = 0; k < key.pieces && split != BlockedSplit::kNone; ++k) {
+    ConvPiece& piece = state.pieces.emplace_back();
+    ConvShape shape = whole;
+    const OneDnnConvWeight* weight = &w;
+    if (split == BlockedSplit::kImages) {
+      const int64_t begin = whole.dst[0] * k / key.pieces;
+      const int64_t end = whole.dst[0] * (k + 1) / key.pieces;
+      shape.src[0] = shape.dst[0] = end - begin;
+      piece.src_offset = static_cast<size_t>(begin) * src_image;
+      piece.dst_offset = static_cast<size_t>(begin) * dst_image;
+    } else {
+      const int64_t begin = kChannelBlock * (blocks * k / key.pieces);
+      const int64_t end = std::min(w.out_channels, kChannelBlock * (blocks * (k + 1) / key.pieces));
+      piece.weight = outputChannelSlice(w, begin, end);
+      weight = piece.weight.get();
+      shape.dst[1] = end - begin;
+      const size_t plane = static_cast<size_t>(whole.dst[2] * whole.dst[3]) * sizeof(float);
+      piece.dst_offset = static_cast<size_t>(begin) * plane;
+      if (w.arguments.groups > 1) { // depthwise: its input blocks with its output's
+        shape.src[1] = end - begin;
+        piece.src_offset = static_cast<size_t>(begin) * whole.src[2] * whole.src[3] * sizeof(float);
+      }
+    }
+    build(piece.state, shape, *weight, epilogue, ActivationLayout::kLibraryChoice,
+          WeightCopy::kShared);
+    if (!piece.state.supported) {
+      state.pieces.clear();
+      return;
+    }
+    piece.scratch_offset = scratch;
+    scratch += alignScratchOffset(piece.state.scratch_bytes);
+  }
+  if (state.pieces.empty()) {
+    return;
+  }
+  state.scratch_bytes = scratch;
+  state.supported = true;
+}
+
 // run() of every piece of `state`, spread over `workers`.
 void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
                const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
                WorkerPool& workers) {
   workers.run(static_cast<int64_t>(state.pieces.size()), [&](int64_t k) {
     ConvPiece& piece = state.pieces[k];
-    run(piece.state, w, x + piece.src_offset, out + piece.dst_offset,
+    run(piece.state, piece.weight ? *piece.weight : w, x + piece.src_offset, out + piece.dst_offset,
         residual != nullptr ? residual + piece.dst_offset : nullptr, scratch + piece.scratch_offset,
         trailing);
   });
@@ -948,23 +1077,29 @@ std::optional<vec::UnaryOp> trailingActivation(const ConvEpilogue& epilogue) {
 class OneDnnConv {
 public:
   OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
-             int residual_input, bool writes_channels_last, KernelFunction fallback)
+             int residual_input, ConvOutputLayout output, KernelFunction fallback)
       : weight_(std::move(weight)), epilogue_(libraryEpilogue(epilogue)),
-        trailing_(trailingActivation(epilogue)), residual_input_(residual_input),
-        writes_channels_last_(writes_channels_last), fallback_(std::move(fallback)) {}
+        trailing_(trailingActivation(epilogue)), residual_input_(residual_input), output_(output),
+        fallback_(std::move(fallback)) {}
 
   void operator()(ProcessedNode& p) const {
     const at::Tensor& x = p.input(0).toTensor();
     const OneDnnConvWeight& w = *weight_;
     const int spatial_dims = w.arguments.spatial_dims;
     const at::MemoryFormat channels_last_format = channelsLastFormat(spatial_dims);
-    if (x.scalar_type() != at::kFloat || x.dim() != spatial_dims + 2 || !x.is_cpu() ||
-        !(x.is_contiguous() || x.is_contiguous(channels_last_format)) ||
-        x.size(1) != w.in_channels || x.numel() == 0) {
+    const bool dst_blocked = output_ == ConvOutputLayout::kBlocked;
+    // A channel-blocked input: [N, ceil(C / 16), H, W, 16], contiguous.
+    const bool src_blocked = dst_blocked && spatial_dims == 2 && x.dim() == 5;
+    if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.numel() == 0 ||
+        (src_blocked ? !isBlocked(x, w.in_channels)
+                     : x.dim() != spatial_dims + 2 || x.size(1) != w.in_channels ||
+                           !(x.is_contiguous() || x.is_contiguous(channels_last_format)))) {
       fallback_(p);
       return;
     }
     ConvKey key;
+    key.src_blocked = src_blocked;
+    key.dst_blocked = dst_blocked;
     key.batch = x.size(0);
     std::vector<int64_t> out_sizes{x.size(0), w.out_channels};
     // The work, in multiply-adds: every output element of a convolution reads a window of its
@@ -981,9 +1116,13 @@ public:
       multiply_adds *= w.kernel[i] * (w.arguments.transposed ? key.size[i] : out);
     }
     // An input that is contiguous both ways (one pixel, or one channel) is contiguous.
-    key.channels_last = !x.is_contiguous();
-    key.plain_into_channels_last = writes_channels_last_ && !key.channels_last;
-    const bool out_channels_last = key.channels_last || key.plain_into_channels_last;
+    key.channels_last = !src_blocked && !x.is_contiguous();
+    key.plain_into_channels_last = output_ == ConvOutputLayout::kChannelsLast && !key.channels_last;
+    const bool out_channels_last =
+        !dst_blocked && (key.channels_last || key.plain_into_channels_last);
+    if (dst_blocked) {
+      out_sizes = blockedSizes(out_sizes);
+    }
     const at::Tensor* residual = nullptr;
     if (epilogue_.has_residual) {
       residual = &p.input(residual_input_).toTensor();
@@ -996,6 +1135,7 @@ public:
       return;
     }
     WorkerPool* workers = p.workers();
+    // Pieces are slabs contiguous in channels-last tensors only (piecesFor).
     key.pieces = workers != nullptr ? piecesFor(w, key, multiply_adds, *workers) : 0;
     // Pieces run their primitives on one OpenMP thread each: the workers are the parallelism.
     const OneDnnThreads threads(multiply_adds, key.pieces > 0 ? 1 : at::get_num_threads());
@@ -1042,7 +1182,7 @@ private:
   ConvEpilogue epilogue_; // what oneDNN computes
   std::optional<vec::UnaryOp> trailing_;
   int residual_input_;
-  bool writes_channels_last_; // whatever the input's layout (a stem reading NCHW)
+  ConvOutputLayout output_;
   KernelFunction fallback_;
 };
 
@@ -1196,11 +1336,61 @@ const ConvArguments& convArguments(const OneDnnConvWeight& packed) {
   return packed.arguments;
 }
 
+int64_t convInChannels(const OneDnnConvWeight& packed) {
+  return packed.in_channels;
+}
+
+int64_t convOutChannels(const OneDnnConvWeight& packed) {
+  return packed.out_channels;
+}
+
+bool blockedLayoutSuits(const OneDnnConvWeight& packed) {
+  return packed.arguments.spatial_dims == 2 && !packed.arguments.transposed &&
+         packed.multiply == kF32;
+}
+
+bool blockedLayoutPays(const OneDnnConvWeight& packed) {
+  const ConvArguments& a = packed.arguments;
+  const bool depthwise = a.groups > 1 && a.groups == packed.in_channels;
+  const bool pointwise = packed.kernel[0] == 1 && packed.kernel[1] == 1;
+  constexpr int64_t kMaxDenseChannels = 128;
+  return depthwise || pointwise ||
+         std::max(packed.in_channels, packed.out_channels) <= kMaxDenseChannels;
+}
+
+std::shared_ptr<const OneDnnConvWeight> packForBlockedActivations(const OneDnnConvWeight& packed) {
+  TORCH_CHECK(blockedLayoutSuits(packed),
+              "packForBlockedActivations: not a 2-D float32 convolution");
+  try {
+    const memory::desc weights =
+        packed.algorithm == ConvAlgorithm::kWinograd
+            ? packed.desc
+            : memory::desc(weightDims(packed), kF32, memory::format_tag::any);
+    // A stem's few input channels: oneDNN's first-layer kernel reads them from NCHW.
+    const bool stem = packed.in_channels < kChannelBlock && packed.arguments.groups == 1;
+    dnnl::primitive_desc pd =
+        representativePrimitive(packed, weights, dnnl::primitive_attr(), packed.algorithm,
+                                blockedTag(2), stem ? memory::format_tag::nchw : blockedTag(2));
+    if (isReferenceImplementation(pd)) {
+      return nullptr;
+    }
+    if (pd.weights_desc(0) == packed.desc) {
+      return std::make_shared<OneDnnConvWeight>(packed); // shares the storage
+    }
+    auto repacked = std::make_shared<OneDnnConvWeight>(packed); // arguments, sizes, bias
+    repacked->desc = pd.weights_desc(0);
+    repacked->storage = at::empty({static_cast<int64_t>(repacked->desc.get_size())}, at::kByte);
+    repackWeight(packed, repacked->desc, repacked->storage.data_ptr());
+    return repacked;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
                                     ConvEpilogue epilogue, int residual_input,
-                                    bool writes_channels_last, KernelFunction fallback) {
-  return OneDnnConv(std::move(packed), epilogue, residual_input, writes_channels_last,
-                    std::move(fallback));
+                                    ConvOutputLayout output, KernelFunction fallback) {
+  return OneDnnConv(std::move(packed), epilogue, residual_input, output, std::move(fallback));
 }
 
 bool oneDnnConvReadsPlainIntoChannelsLast(const at::Tensor& weight,

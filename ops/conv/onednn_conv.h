@@ -18,6 +18,11 @@ namespace srt::ops {
 
 constexpr int kMaxConvSpatialDims = 3;
 
+// Channels per block of oneDNN's channel-blocked activation layout on AVX-512 (nChw16c): a
+// blocked tensor of [N, C, H, W] is the contiguous [N, ceil(C / 16), H, W, 16], channel c at
+// block c / 16, lane c % 16; the lanes past C are padding (ops/conv/blocked_layout.h).
+constexpr int64_t kChannelBlock = 16;
+
 // A convolution's constant arguments: aten::conv2d/conv3d's stride, padding, dilation, groups;
 // aten::conv_transpose2d/3d's also output_padding. Entries past spatial_dims are unused.
 struct ConvArguments {
@@ -84,21 +89,45 @@ MultiplyPrecision multiplyPrecision(const OneDnnConvWeight& packed);
 // thread: 2.65 ms in bfloat16 against 2.54 in float32, before rounding their inputs).
 bool bfloat16Pays(const OneDnnConvWeight& packed);
 
+// Whether a convolution of `packed` can keep its activations channel-blocked
+// (passes/blocked_layout.cpp): 2-D, not transposed, float32 products.
+bool blockedLayoutSuits(const OneDnnConvWeight& packed);
+
+// Whether its activations channel-blocked make a convolution of `packed` faster: depthwise and
+// 1x1 ones, memory-bound, whose blocked kernels stream their tensors better (mobilenet_v2's on an
+// AMD EPYC, Zen 4, 1 thread: the 1x1 16 -> 96 at 112x112 429 against 660 us, its 3x3
+// depthwise 144-channel at 56x56 212 against 278), and dense ones of at most 128 channels; not
+// the compute-bound 3x3 of 256 and 512 channels, where brgconv's channels-last kernel is 4-10%
+// faster (resnet18's layer3 and layer4 at batch 1).
+bool blockedLayoutPays(const OneDnnConvWeight& packed);
+
+// `packed` stored in the layout oneDNN's kernels for channel-blocked activations read (its
+// Winograd weight as it is); nullptr when oneDNN has no such convolution other than its reference
+// one.
+std::shared_ptr<const OneDnnConvWeight> packForBlockedActivations(const OneDnnConvWeight& packed);
+
 // The packed weight back in PyTorch's layout (a new tensor), for the reference path of
 // srt::packed_conv2d/3d; its bias and arguments as packed.
 at::Tensor unpackConvWeight(const OneDnnConvWeight& packed);
 const at::Tensor& convBias(const OneDnnConvWeight& packed);
 const ConvArguments& convArguments(const OneDnnConvWeight& packed);
+int64_t convInChannels(const OneDnnConvWeight& packed);
+int64_t convOutChannels(const OneDnnConvWeight& packed);
+
+// How a convolution kernel lays out its output: as its input (contiguous or channels last),
+// channels last whatever the input's layout (a stem reading NCHW, kChannelsLastOutput), or
+// channel-blocked (srt::blocked_conv2d, whose input may be blocked or either plain layout).
+enum class ConvOutputLayout { kAsInput, kChannelsLast, kBlocked };
 
 // The kernel of a node whose inputs are (input, weight, bias, ...) with the weight and bias
 // `packed`, and, when the epilogue has a residual, the residual as input `residual_input`. Runs
 // oneDNN for a float32 input of the packed rank in contiguous or channels-last layout with the
-// packed channel count, and `fallback` for anything else (other dtypes, strides, invalid shapes:
-// ATen's own errors). Its output is laid out as its input, or, with `writes_channels_last`,
-// channels last either way (the node carries kChannelsLastOutput).
+// packed channel count (or, for kBlocked, channel-blocked), and `fallback` for anything else
+// (other dtypes, strides, invalid shapes: ATen's own errors). Its output is laid out as `output`
+// says; a residual is laid out as the output.
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
                                     ConvEpilogue epilogue, int residual_input,
-                                    bool writes_channels_last, KernelFunction fallback);
+                                    ConvOutputLayout output, KernelFunction fallback);
 
 // A convolution node's attribute (an int, 1) that passes/channels_last.cpp sets where the
 // convolution reads its NCHW input as it is and writes channels last: the node's kernel then

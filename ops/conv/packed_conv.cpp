@@ -2,6 +2,7 @@
 
 #include <torch/library.h>
 
+#include "ops/conv/blocked_layout.h"
 #include "ops/conv/convolution.h"
 
 namespace srt::ops {
@@ -13,6 +14,12 @@ const char* const kPackedConv2dSchema =
 const char* const kPackedConv3dSchema =
     "srt::packed_conv3d(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, Tensor? bias, "
     "int[3] stride, int[3] padding, int[3] dilation, int groups, Tensor? residual, "
+    "str activation, Scalar act_a, Scalar act_b) -> Tensor";
+
+const char* const kBlockedConv2dSchema =
+    "srt::blocked_conv2d(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, Tensor? "
+    "bias, "
+    "int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
     "str activation, Scalar act_a, Scalar act_b) -> Tensor";
 
 c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& weight,
@@ -43,6 +50,23 @@ at::Tensor packedConvReference(const at::Tensor& input,
                             stride, padding, dilation, groups, residual, activation, act_a, act_b);
 }
 
+at::Tensor blockedConvReference(const at::Tensor& input,
+                                const c10::intrusive_ptr<PackedConvWeight>& weight,
+                                const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                                const c10::optional<at::Tensor>& residual,
+                                c10::string_view activation, const at::Scalar& act_a,
+                                const at::Scalar& act_b) {
+  TORCH_CHECK(weight, "srt::blocked_conv2d: the packed weight is None");
+  const int64_t out_channels = convOutChannels(*weight->packed);
+  const at::Tensor plain_input =
+      input.dim() == 5 ? fromBlocked(input, convInChannels(*weight->packed)) : input;
+  const c10::optional<at::Tensor> plain_residual =
+      residual ? c10::optional<at::Tensor>(fromBlocked(*residual, out_channels)) : c10::nullopt;
+  return toBlocked(packedConvReference(plain_input, weight, bias, stride, padding, dilation, groups,
+                                       plain_residual, activation, act_a, act_b));
+}
+
 // The class first: the op's schema names it.
 TORCH_LIBRARY_FRAGMENT(srt, m) {
   m.class_<PackedConvWeight>("ConvWeight");
@@ -50,6 +74,8 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
         packedConvReference);
   m.def(torch::schema(kPackedConv3dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         packedConvReference);
+  m.def(torch::schema(kBlockedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        blockedConvReference);
 }
 
 } // namespace srt::ops

@@ -30,6 +30,10 @@ c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& we
 // bias (inside the packed weight) always None.
 extern const char* const kPackedConv2dSchema;
 extern const char* const kPackedConv3dSchema;
+// srt::blocked_conv2d: srt::packed_conv2d on channel-blocked activations
+// (ops/conv/blocked_layout.h): its input blocked or plain (NCHW or channels last, a network's first
+// layers), its residual and output blocked; passes/blocked_layout.cpp makes it.
+extern const char* const kBlockedConv2dSchema;
 
 // What the JIT runs for the node, and our kernels for what they do not cover: the weight unpacked
 // (a new tensor per call), then srt::fused_conv2d/3d's reference.
@@ -40,5 +44,15 @@ at::Tensor packedConvReference(const at::Tensor& input,
                                const c10::optional<at::Tensor>& residual,
                                c10::string_view activation, const at::Scalar& act_a,
                                const at::Scalar& act_b);
+
+// srt::blocked_conv2d's reference: the input and residual converted to plain, the packed
+// convolution's reference, its result blocked.
+at::Tensor blockedConvReference(const at::Tensor& input,
+                                const c10::intrusive_ptr<PackedConvWeight>& weight,
+                                const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                                const c10::optional<at::Tensor>& residual,
+                                c10::string_view activation, const at::Scalar& act_a,
+                                const at::Scalar& act_b);
 
 } // namespace srt::ops

@@ -52,6 +52,14 @@ inline at::Tensor& outputTensorLike(ProcessedNode& p, size_t i, const at::Tensor
   return outputTensor(p, i, like.options());
 }
 
+// A reference path's fresh `result` copied into the node's output 0, whose memory the planner
+// keeps owning (contiguous, as the reference's results are).
+inline void copyIntoOutput(ProcessedNode& p, const at::Tensor& result) {
+  at::Tensor& out = outputTensorLike(p, 0, result);
+  at::native::resize_(out, result.sizes());
+  out.copy_(result);
+}
+
 // Sizes `out` like `self` the way memory_format=preserve lays out a copy (aten::to, clone,
 // empty_like): with `self`'s strides when it is dense and non-overlapping (a transposed or
 // channels-last input keeps its layout, which decides how later kernels read it and, for reduced

@@ -49,26 +49,45 @@ template <bool kSubtract> void addScalar(ProcessedNode& p) {
   }
 }
 
-// image * scale for a channels-last float32 image [N, C, H, W] and one factor per channel
-// (float32 [N or 1, C, 1, 1]): squeeze-excitation's scaling, x * s or s * x. One product per
-// element, as ATen's broadcasting loop computes it (efficientnet_b0's 16 of them: 811 us), into
-// a channels-last result as ATen lays it out. False for anything else.
+// image * scale for a float32 image and one factor per channel and image: squeeze-excitation's
+// scaling, x * s or s * x. Two layouts: a channels-last image [N, C, H, W] with a contiguous
+// scale [N or 1, C, 1, 1], and a channel-blocked one (ops/conv/blocked_layout.h) [N, B, H, W, 16]
+// with a blocked scale [N or 1, B, 1, 1, 16]; either is rows of pixels, each row times the same
+// factors (per image, or per image and block). One product per element, as ATen's broadcasting
+// loop computes it (efficientnet_b0's 16 of them: 811 us), laid out as ATen lays the result out.
+// False for anything else.
 bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor& scale) {
-  if (image.scalar_type() != at::kFloat || scale.scalar_type() != at::kFloat || image.dim() != 4 ||
-      scale.dim() != 4 || !image.is_contiguous(at::MemoryFormat::ChannelsLast) ||
-      image.is_contiguous() || !scale.is_contiguous() || scale.size(1) != image.size(1) ||
+  if (image.scalar_type() != at::kFloat || scale.scalar_type() != at::kFloat ||
+      (image.dim() != 4 && image.dim() != 5) || image.dim() != scale.dim() ||
+      !scale.is_contiguous() || scale.size(1) != image.size(1) ||
       scale.size(2) != 1 || scale.size(3) != 1 ||
       (scale.size(0) != 1 && scale.size(0) != image.size(0))) {
     return false;
   }
+  const bool channels_last = image.dim() == 4 &&
+                             image.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+                             !image.is_contiguous();
+  const bool blocked = image.dim() == 5 && image.is_contiguous() && scale.size(4) == image.size(4);
+  if (!channels_last && !blocked) {
+    return false;
+  }
   at::Tensor& out = outputTensorLike(p, 0, image);
-  at::native::resize_(out, image.sizes(), at::MemoryFormat::ChannelsLast);
-  const int64_t channels = image.size(1);
+  if (channels_last) {
+    at::native::resize_(out, image.sizes(), at::MemoryFormat::ChannelsLast);
+  } else {
+    at::native::resize_(out, image.sizes());
+  }
+  // Rows of `width` factors' worth: [N, H * W, C] channels last, [N * B, H * W, 16] blocked.
+  const int64_t groups = blocked ? image.size(1) : 1; // scale rows per image
+  const int64_t width = blocked ? image.size(4) : image.size(1);
   const int64_t pixels = image.size(2) * image.size(3);
   for (int64_t n = 0; n < image.size(0); ++n) {
-    vec::scaleRows(floatData(image) + n * pixels * channels,
-                   floatData(scale) + (scale.size(0) == 1 ? 0 : n * channels),
-                   floatData(out) + n * pixels * channels, pixels, channels, p.workers());
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t row_block = (n * groups + g) * pixels * width;
+      const int64_t factors = ((scale.size(0) == 1 ? 0 : n) * groups + g) * width;
+      vec::scaleRows(floatData(image) + row_block, floatData(scale) + factors,
+                     floatData(out) + row_block, pixels, width, p.workers());
+    }
   }
   return true;
 }

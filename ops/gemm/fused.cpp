@@ -130,9 +130,7 @@ void runReference(ProcessedNode& p) {
       tensorInput(p, kInput), tensorInput(p, kWeight), optionalTensor(p.input(kBias)),
       p.input(kActivation).toStringRef(), optionalTensor(p.input(kResidual)),
       p.input(kAlpha).toScalar(), p.input(kResidualFirst).toBool());
-  at::Tensor& out = outputTensorLike(p, 0, result);
-  at::native::resize_(out, result.sizes());
-  out.copy_(result);
+  copyIntoOutput(p, result);
 }
 
 std::optional<GemmProblem> linearProblem(ProcessedNode& p) {
@@ -203,9 +201,7 @@ void runGemmReference(ProcessedNode& p) {
   const at::Tensor result = gemmReference(
       tensorInput(p, kA), tensorInput(p, kB), p.input(kTransA).toBool(), p.input(kTransB).toBool(),
       p.input(kGemmAlpha).toScalar(), p.input(kOp).toStringRef());
-  at::Tensor& out = outputTensorLike(p, 0, result);
-  at::native::resize_(out, result.sizes());
-  out.copy_(result);
+  copyIntoOutput(p, result);
 }
 
 void runGemm(ProcessedNode& p, GemmOp op, GemmBackend backend) {

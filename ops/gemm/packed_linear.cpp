@@ -59,9 +59,7 @@ void runReference(ProcessedNode& p) {
       optionalTensor(p.input(kBias)), p.input(kActivation).toStringRef(),
       optionalTensor(p.input(kResidual)), p.input(kAlpha).toScalar(),
       p.input(kResidualFirst).toBool());
-  at::Tensor& out = outputTensorLike(p, 0, result);
-  at::native::resize_(out, result.sizes());
-  out.copy_(result);
+  copyIntoOutput(p, result);
 }
 
 std::optional<KernelFunction> packedLinearFactory(const torch::jit::Node* node,

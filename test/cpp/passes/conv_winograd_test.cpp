@@ -63,7 +63,9 @@ struct PackedConvs {
 PackedConvs packedConvs(const torch::jit::Graph& graph) {
   PackedConvs found;
   for (const torch::jit::Node* node : graph.nodes()) {
-    if (node->kind() != c10::Symbol::fromQualString("srt::packed_conv2d")) {
+    // Both kinds: passes/blocked_layout.cpp keeps chains of these blocked.
+    if (node->kind() != c10::Symbol::fromQualString("srt::packed_conv2d") &&
+        node->kind() != c10::Symbol::fromQualString("srt::blocked_conv2d")) {
       continue;
     }
     const auto weight =

@@ -1,0 +1,202 @@
+// The channel-blocked layout's conversions and size query (ops/conv/blocked_layout.h): oneDNN
+// reorders between the plain layouts and nChw16c, which zero the padding lanes.
+#include "ops/conv/blocked_layout.h"
+
+#include <cstring>
+
+#include <ATen/Functions.h>
+#include <ATen/core/List.h>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <torch/library.h>
+
+#include "ops/conv/onednn_conv.h"
+#include "ops/core/onednn_engine.h"
+#include "ops/core/out_variant.h"
+#include "ops/core/processed_node.h"
+#include "ops/core/registry.h"
+#include "ops/core/schema_match.h"
+
+namespace srt::ops {
+
+std::vector<int64_t> blockedSizes(at::IntArrayRef plain_sizes) {
+  TORCH_CHECK(plain_sizes.size() == 4, "blocked layout: expected [N, C, H, W] sizes, got ",
+              plain_sizes);
+  const int64_t blocks = (plain_sizes[1] + kChannelBlock - 1) / kChannelBlock;
+  return {plain_sizes[0], blocks, plain_sizes[2], plain_sizes[3], kChannelBlock};
+}
+
+bool isBlocked(const at::Tensor& x, int64_t channels) {
+  return x.scalar_type() == at::kFloat && x.dim() == 5 && x.is_cpu() && x.is_contiguous() &&
+         x.size(4) == kChannelBlock && x.size(1) == (channels + kChannelBlock - 1) / kChannelBlock;
+}
+
+at::Tensor toBlocked(const at::Tensor& x) {
+  TORCH_CHECK(x.dim() == 4, "srt::to_blocked: expected a 4-D [N, C, H, W] tensor, got ", x.dim(),
+              "-D");
+  const std::vector<int64_t> sizes = blockedSizes(x.sizes());
+  const int64_t padded = sizes[1] * kChannelBlock;
+  at::Tensor padded_x = at::zeros({x.size(0), padded, x.size(2), x.size(3)}, x.options());
+  padded_x.narrow(1, 0, x.size(1)).copy_(x);
+  return padded_x.view({sizes[0], sizes[1], kChannelBlock, sizes[2], sizes[3]})
+      .permute({0, 1, 3, 4, 2})
+      .contiguous();
+}
+
+at::Tensor fromBlocked(const at::Tensor& x, int64_t channels) {
+  TORCH_CHECK(x.dim() == 5 && x.size(4) == kChannelBlock &&
+                  x.size(1) == (channels + kChannelBlock - 1) / kChannelBlock,
+              "srt::from_blocked: expected a [N, ceil(", channels, " / 16), H, W, 16] tensor, got ",
+              x.sizes());
+  return x.permute({0, 1, 4, 2, 3})
+      .reshape({x.size(0), x.size(1) * kChannelBlock, x.size(2), x.size(3)})
+      .narrow(1, 0, channels)
+      .contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+namespace {
+
+using dnnl::memory;
+
+const char* const kToBlockedSchema = "srt::to_blocked(Tensor x) -> Tensor";
+const char* const kFromBlockedSchema = "srt::from_blocked(Tensor x, int channels) -> Tensor";
+const char* const kBlockedSizesSchema = "srt::blocked_sizes(Tensor x, int channels) -> int[]";
+const char* const kGlobalAveragePoolSchema = "srt::blocked_global_avg_pool(Tensor x) -> Tensor";
+
+at::Tensor globalAveragePoolReference(const at::Tensor& x) {
+  TORCH_CHECK(x.dim() == 5, "srt::blocked_global_avg_pool: expected a blocked (5-D) tensor, got ",
+              x.dim(), "-D");
+  return x.mean({2, 3}, /*keepdim=*/true);
+}
+
+std::vector<int64_t> blockedSizesReference(const at::Tensor& x, int64_t channels) {
+  TORCH_CHECK(x.dim() == 5, "srt::blocked_sizes: expected a blocked (5-D) tensor, got ", x.dim(),
+              "-D");
+  return {x.size(0), channels, x.size(2), x.size(3)};
+}
+
+memory::desc blockedDesc(const memory::dims& plain) {
+  return memory::desc(plain, memory::data_type::f32, memory::format_tag::nChw16c);
+}
+
+// A conversion's reorder for the last shape and layout: building one (its primitive descriptor
+// above all) costs tens of microseconds, more than a small conversion itself.
+struct ReorderState final : NodeState {
+  memory::desc from_desc, to_desc;
+  dnnl::reorder reorder;
+  memory from, to;
+  dnnl::stream stream;
+};
+
+void reorder(ProcessedNode& p, const memory::desc& from_desc, void* from,
+             const memory::desc& to_desc, void* to) {
+  auto& state = p.state<ReorderState>();
+  if (!state.reorder || state.from_desc != from_desc || state.to_desc != to_desc) {
+    const dnnl::engine& engine = oneDnnEngine();
+    state.from = memory(from_desc, engine, DNNL_MEMORY_NONE);
+    state.to = memory(to_desc, engine, DNNL_MEMORY_NONE);
+    state.reorder = dnnl::reorder(state.from, state.to);
+    state.stream = dnnl::stream(engine);
+    state.from_desc = from_desc;
+    state.to_desc = to_desc;
+  }
+  state.from.set_data_handle(from);
+  state.to.set_data_handle(to);
+  state.reorder.execute(state.stream, state.from, state.to);
+  state.stream.wait();
+}
+
+void toBlockedKernel(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  const bool channels_last =
+      x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
+  if (x.scalar_type() != at::kFloat || x.dim() != 4 || !x.is_cpu() ||
+      !(x.is_contiguous() || channels_last)) {
+    copyIntoOutput(p, toBlocked(x));
+    return;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  at::native::resize_(out, blockedSizes(x.sizes()));
+  const memory::dims dims(x.sizes().begin(), x.sizes().end());
+  reorder(p,
+          memory::desc(dims, memory::data_type::f32,
+                       channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw),
+          x.data_ptr(), blockedDesc(dims), out.data_ptr());
+}
+
+void fromBlockedKernel(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  const int64_t channels = p.input(1).toInt();
+  if (!isBlocked(x, channels)) {
+    at::Tensor result = fromBlocked(x, channels);
+    at::Tensor& out = outputTensorLike(p, 0, result);
+    at::native::resize_(out, result.sizes(), at::MemoryFormat::ChannelsLast);
+    out.copy_(result);
+    return;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  const memory::dims dims{x.size(0), channels, x.size(2), x.size(3)};
+  at::native::resize_(out, {x.size(0), channels, x.size(2), x.size(3)},
+                      at::MemoryFormat::ChannelsLast);
+  if (channels % kChannelBlock == 0 && x.size(2) * x.size(3) == 1) {
+    // One pixel of whole blocks: the same bytes (a pooled feature map before a classifier).
+    std::memcpy(out.data_ptr(), x.data_ptr(), out.nbytes());
+    return;
+  }
+  reorder(p, blockedDesc(dims), x.data_ptr(),
+          memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc), out.data_ptr());
+}
+
+// The mean of each image's lanes over its pixels, a block's 16 lanes at a time.
+void globalAveragePoolKernel(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  if (x.scalar_type() != at::kFloat || x.dim() != 5 || !x.is_contiguous() ||
+      x.size(4) != kChannelBlock || x.size(2) * x.size(3) == 0) {
+    copyIntoOutput(p, globalAveragePoolReference(x));
+    return;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  at::native::resize_(out, {x.size(0), x.size(1), 1, 1, kChannelBlock});
+  const int64_t pixels = x.size(2) * x.size(3);
+  const int64_t blocks = x.size(0) * x.size(1);
+  const float scale = 1.f / static_cast<float>(pixels);
+  const float* in = x.data_ptr<float>();
+  float* result = out.data_ptr<float>();
+  for (int64_t b = 0; b < blocks; ++b) {
+    float sum[kChannelBlock] = {};
+    const float* block = in + b * pixels * kChannelBlock;
+    for (int64_t i = 0; i < pixels; ++i) {
+      for (int64_t lane = 0; lane < kChannelBlock; ++lane) {
+        sum[lane] += block[i * kChannelBlock + lane];
+      }
+    }
+    for (int64_t lane = 0; lane < kChannelBlock; ++lane) {
+      result[b * kChannelBlock + lane] = sum[lane] * scale;
+    }
+  }
+}
+
+void blockedSizesKernel(ProcessedNode& p) {
+  p.output(0) =
+      c10::List<int64_t>(blockedSizesReference(p.input(0).toTensor(), p.input(1).toInt()));
+}
+
+} // namespace
+
+TORCH_LIBRARY_FRAGMENT(srt, m) {
+  m.def(torch::schema(kToBlockedSchema, c10::AliasAnalysisKind::FROM_SCHEMA), toBlocked);
+  m.def(torch::schema(kFromBlockedSchema, c10::AliasAnalysisKind::FROM_SCHEMA), fromBlocked);
+  m.def(torch::schema(kBlockedSizesSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        blockedSizesReference);
+  m.def(torch::schema(kGlobalAveragePoolSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        globalAveragePoolReference);
+}
+
+SRT_REGISTER_KERNEL("srt::to_blocked", kOutVariant, whenMatches(kToBlockedSchema, toBlockedKernel));
+SRT_REGISTER_KERNEL("srt::from_blocked", kOutVariant,
+                    whenMatches(kFromBlockedSchema, fromBlockedKernel));
+SRT_REGISTER_KERNEL("srt::blocked_global_avg_pool", kOutVariant,
+                    whenMatches(kGlobalAveragePoolSchema, globalAveragePoolKernel));
+SRT_REGISTER_KERNEL("srt::blocked_sizes", kNative,
+                    whenMatches(kBlockedSizesSchema, blockedSizesKernel));
+
+} // namespace srt::ops

@@ -1,0 +1,32 @@
+// Activations in oneDNN's channel-blocked layout between the convolutions of a network
+// (passes/blocked_layout.cpp): a blocked tensor of the NCHW tensor x [N, C, H, W] is the
+// contiguous [N, ceil(C / 16), H, W, 16] holding channel c at block c / 16, lane c % 16 (nChw16c).
+// The lanes past C are padding: zeros where a conversion made them, whatever a convolution's
+// epilogue makes of zeros elsewhere (always finite), and never read as channels. Element-wise ops
+// compute on blocked tensors lane by lane as ATen's on any tensor, so only convolutions, the
+// conversions, global pooling and size queries need ops of their own:
+//   srt::to_blocked(Tensor x) -> Tensor                      [N, C, H, W] -> blocked
+//   srt::from_blocked(Tensor x, int channels) -> Tensor      blocked -> [N, C, H, W], channels last
+//   srt::blocked_sizes(Tensor x, int channels) -> int[]      [N, C, H, W] of a blocked tensor
+//   srt::blocked_global_avg_pool(Tensor x) -> Tensor          x.mean([2, 3], keepdim=True)
+//   srt::blocked_conv2d(...)                                  ops/conv/packed_conv.h
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace srt::ops {
+
+// [N, C, H, W] -> [N, ceil(C / 16), H, W, 16].
+std::vector<int64_t> blockedSizes(at::IntArrayRef plain_sizes);
+
+// Whether `x` is a float32 blocked tensor of `channels` channels that kernels can read directly.
+bool isBlocked(const at::Tensor& x, int64_t channels);
+
+// The conversions as ATen computes them: the ops' reference (what the JIT runs).
+at::Tensor toBlocked(const at::Tensor& x);
+at::Tensor fromBlocked(const at::Tensor& x, int64_t channels);
+
+} // namespace srt::ops

@@ -1,0 +1,149 @@
+// passes/blocked_layout.cpp: a mobile block's convolutions keep their activations channel-blocked
+// (srt::blocked_conv2d) across depthwise and 1x1 convolutions, a channel count that pads its
+// last block (24), a residual, a squeeze-excitation (global pool, scale) and size queries; the
+// stem reads the NCHW input itself; readers that want the plain tensor (a graph output, flatten)
+// get srt::from_blocked. The results match the JIT through our kernels (layouts, batches, shapes,
+// twice each, with the runtime's own workers too) and through the ops' JIT references; short
+// chains and 3x3 convolutions of many channels stay channels last.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/pass_testing.h"
+#include "passes/graph_passes.h"
+#include "passes/prepare.h"
+#include "static_runtime/static_runtime.h"
+
+namespace srt::testing {
+namespace {
+
+at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel) {
+  return torch::randn({out, in, kernel, kernel}) * (1.0 / std::sqrt(in * kernel * kernel));
+}
+
+torch::jit::Module mobileBlockModule() {
+  torch::jit::Module module("MobileBlock");
+  module.register_parameter("stem", convWeight(16, 3, 3), false);
+  module.register_parameter("stem_bias", torch::randn({16}) * 0.1, false);
+  module.register_parameter("dw16", convWeight(16, 1, 3), false);
+  module.register_parameter("narrow", convWeight(24, 16, 1), false);
+  module.register_parameter("expand", convWeight(96, 24, 1), false);
+  module.register_parameter("dw96", convWeight(96, 1, 3), false);
+  module.register_parameter("squeeze", convWeight(8, 96, 1), false);
+  module.register_parameter("excite", convWeight(96, 8, 1), false);
+  module.register_parameter("project", convWeight(24, 96, 1), false);
+  module.register_parameter("head", torch::randn({5, 24}) * 0.2, false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.clamp(torch.conv2d(x, self.stem, self.stem_bias, 2, 1), 0.0, 6.0)
+    b = torch.relu(torch.conv2d(a, self.dw16, None, 1, 1, 1, 16))
+    c = torch.conv2d(b, self.narrow)
+    d = torch.hardswish(torch.conv2d(c, self.expand))
+    e = torch.silu(torch.conv2d(d, self.dw96, None, 2, 1, 1, 96))
+    s = torch.adaptive_avg_pool2d(e, 1)
+    s = torch.sigmoid(torch.conv2d(torch.relu(torch.conv2d(s, self.squeeze)), self.excite))
+    f = e * s
+    g = torch.conv2d(f, self.project) + torch.max_pool2d(c, 2, 2, 0, 1, True)
+    n = g.size(0)
+    pooled = torch.adaptive_avg_pool2d(g, [1, 1]).view(n, -1)
+    return torch.linear(pooled, self.head), g, g.size()
+)JIT");
+  module.eval();
+  return module;
+}
+
+size_t countOp(const torch::jit::Graph& graph, const char* kind) {
+  return countKind(graph, kind);
+}
+
+TEST(BlockedLayout, KeepsTheBlockChannelBlocked) {
+  StaticModule module(mobileBlockModule());
+  const torch::jit::Graph& graph = module.graph();
+  EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 8u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::packed_conv2d"), 0u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::blocked_global_avg_pool"), 2u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::blocked_sizes"), 1u) << graph; // g.size(); g.size(0) reads g
+  // The stem reads the input as it is: no conversion to channels last before it.
+  EXPECT_EQ(graph.inputs()[0]->uses().at(0).user->kind().toQualString(),
+            std::string("srt::blocked_conv2d"))
+      << graph;
+  // c for the max pool, g for the output and its size, the pooled g for view, nothing else.
+  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 3u) << graph;
+  // The pooled c comes back for the residual.
+  EXPECT_EQ(countOp(graph, "srt::to_blocked"), 1u) << graph;
+  EXPECT_TRUE(module.stats().fallback_ops.empty()) << graph;
+}
+
+TEST(BlockedLayout, DisabledPassesSwitchItOff) {
+  StaticModuleOptions options;
+  options.disabled_passes = {"blocked_layout"};
+  StaticModule module(mobileBlockModule(), options);
+  EXPECT_EQ(countOp(module.graph(), "srt::blocked_conv2d"), 0u) << module.graph();
+  EXPECT_EQ(countOp(module.graph(), "srt::packed_conv2d"), 8u) << module.graph();
+}
+
+std::vector<InputSet> imageInputs() {
+  return {{{torch::randn({1, 3, 32, 32})}, {}},
+          {{torch::randn({2, 3, 20, 28}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+          {{torch::randn({1, 3, 17, 9})}, {}},
+          {{torch::randn({2, 3, 40, 40}).slice(3, 0, 40, 2)}, {}}};
+}
+
+// Our kernels, each input twice and the first again after the others.
+TEST(BlockedLayout, KernelsMatchJit) {
+  expectMatchesJit(mobileBlockModule(), imageInputs(), {}, 1e-4);
+}
+
+// Split over the runtime's own workers: pieces of images (batch 2) and of one image's output
+// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's).
+TEST(BlockedLayout, PiecesOnTheRuntimesOwnWorkersMatchJit) {
+  torch::jit::Module module = mobileBlockModule();
+  StaticModule built(module);
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = workers;
+    StaticRuntime runtime(built, options);
+    for (const InputSet& input : imageInputs()) {
+      const auto expected = module.forward(input.args).toTupleRef().elements();
+      for (int run = 0; run < 2; ++run) {
+        const auto got = runtime(input.args).toTupleRef().elements();
+        EXPECT_TRUE(torch::allclose(got[0].toTensor(), expected[0].toTensor(), 1e-4, 1e-4));
+        EXPECT_TRUE(torch::allclose(got[1].toTensor(), expected[1].toTensor(), 1e-4, 1e-4));
+        EXPECT_EQ(got[2].toIntVector(), expected[2].toIntVector());
+      }
+    }
+  }
+}
+
+// The JIT runs the new ops' references on the rewritten graph.
+TEST(BlockedLayout, JitReferencesMatch) {
+  auto graph = passes::prepareModule(mobileBlockModule()).graph;
+  passes::fuseConvEpilogues(graph);
+  passes::useChannelsLast(graph);
+  passes::packConvWeights(graph);
+  expectPassPreservesResults(passes::useBlockedLayout, graph,
+                             {{torch::randn({1, 3, 16, 16})}, {torch::randn({2, 3, 11, 13})}},
+                             /*expect_changed=*/true, 1e-4);
+}
+
+// Two convolutions are no chain; a 3x3 of 256 channels is left to brgconv's channels-last kernel.
+TEST(BlockedLayout, ShortChainsAndWideConvolutionsStayChannelsLast) {
+  torch::jit::Module module("Short");
+  module.register_parameter("first", convWeight(32, 16, 1), false);
+  module.register_parameter("second", convWeight(32, 1, 3), false);
+  module.register_parameter("wide", convWeight(256, 256, 3), false);
+  module.define(R"JIT(
+def forward(self, x, y):
+    a = torch.conv2d(torch.conv2d(x, self.first), self.second, None, 1, 1, 1, 32)
+    b = torch.conv2d(torch.conv2d(torch.conv2d(y, self.wide, None, 1, 1), self.wide, None, 1, 1), self.wide, None, 1, 1)
+    return a, b
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  EXPECT_EQ(countOp(built.graph(), "srt::blocked_conv2d"), 0u) << built.graph();
+}
+
+} // namespace
+} // namespace srt::testing
