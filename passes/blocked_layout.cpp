@@ -19,9 +19,12 @@
 //
 // Chains shorter than kMinConvolutions convolutions stay channels last: they would pay the
 // conversions and win little (an Inception branch, a DenseNet layer between concatenations).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
