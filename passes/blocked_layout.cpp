@@ -57,10 +57,9 @@ constexpr int kMinConvolutions = 3;
 // convolution, and a NaN times zero is NaN (division is out: 0 / 0).
 bool isLaneWise(const Node* node) {
   static const std::unordered_set<std::string> kOps = {
-      "aten::relu",       "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid",
-      "aten::hardsigmoid", "aten::tanh",    "aten::silu",       "aten::hardswish",
-      "aten::gelu",       "aten::clamp",    "aten::add",        "aten::sub",
-      "aten::mul"};
+      "aten::relu", "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid", "aten::hardsigmoid",
+      "aten::tanh", "aten::silu",     "aten::hardswish",  "aten::gelu",    "aten::clamp",
+      "aten::add",  "aten::sub",      "aten::mul"};
   return kOps.count(node->kind().toQualString()) != 0;
 }
 

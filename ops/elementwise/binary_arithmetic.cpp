@@ -59,9 +59,8 @@ template <bool kSubtract> void addScalar(ProcessedNode& p) {
 bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor& scale) {
   if (image.scalar_type() != at::kFloat || scale.scalar_type() != at::kFloat ||
       (image.dim() != 4 && image.dim() != 5) || image.dim() != scale.dim() ||
-      !scale.is_contiguous() || scale.size(1) != image.size(1) ||
-      scale.size(2) != 1 || scale.size(3) != 1 ||
-      (scale.size(0) != 1 && scale.size(0) != image.size(0))) {
+      !scale.is_contiguous() || scale.size(1) != image.size(1) || scale.size(2) != 1 ||
+      scale.size(3) != 1 || (scale.size(0) != 1 && scale.size(0) != image.size(0))) {
     return false;
   }
   const bool channels_last = image.dim() == 4 &&

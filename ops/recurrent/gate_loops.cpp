@@ -1,7 +1,6 @@
 // Picks the capability build of ops/recurrent/cpu/gate_loops.cpp: the widest the CPU has.
 #include "ops/recurrent/gate_loops.h"
 
-
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops::recurrent {
