@@ -2,7 +2,8 @@
 // scale) (ops/attention/attention.cpp), so the S x S scores never become a graph value.
 //
 // Matched from the final matmul backwards:
-//   softmax over the last dim, no dtype
+//   softmax over the last dim, no dtype; a hand-written stable softmax's shift right before it,
+//           `s - s.max(-1, keepdim=True)[0]` (or amax), is dropped (softmax shifts by the same)
 //   scale   mul or div by a number, on the scores, on q, on k or on kᵀ, any number of times; the
 //           factors multiply. A number the graph fixes (a constant, `math.sqrt(d)`, or
 //           `1 / math.sqrt(k.size(-1))` of a known head size; passes/shape_facts.h) is folded; a
@@ -16,8 +17,8 @@
 //   q @ kᵀ  matmul, or for 3-D operands bmm; baddbmm(mask, q, kᵀ, beta=1, alpha=c) is the
 //           product, its scale c and an additive mask in one (the slow path of
 //           nn.MultiheadAttention); the final product matmul or bmm
-//   kᵀ      transpose(k, -2, -1) (or the last two dims spelled positively, or a permute swapping
-//           them) when k's rank is known
+//   kᵀ      transpose(k, -2, -1) (or the last two dims spelled positively) when k's rank is
+//           known, or any permute(x, P): k is then x permuted by P with its last two dims swapped
 // Every step of the scores must be read only by the next, all in one block (else they are
 // computed anyway: nothing saved), and no input may be written anywhere in the graph (the fused
 // node reads them where the final matmul was). The replaced nodes go by dead-code elimination, so
@@ -68,8 +69,17 @@ bool usedOnlyBy(const Value* value, const Node* user) {
   return value->uses().size() == 1 && value->uses()[0].user == user;
 }
 
-// The k whose transpose over the last two dims `kt` is, when it provably is one.
-std::optional<Value*> transposedKey(Value* kt) {
+// k for a kᵀ operand: `source` itself, or `source` permuted by `permute` (a view the rewrite
+// inserts).
+struct KeyOperand {
+  Value* source = nullptr;
+  std::vector<int64_t> permute; // empty: source is k
+};
+
+// The k whose transpose over the last two dims `kt` is, when it provably is one. A permute of any
+// order is one: permute(x, P) with P's last two entries swapped is k (wav2vec2's
+// `k.view(B, T, H, Dh).permute(0, 2, 3, 1)` is kᵀ straight from the head split).
+std::optional<KeyOperand> transposedKey(Value* kt) {
   Node* node = kt->node();
   if (node->matches("aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")) {
     Value* k = node->input(0);
@@ -79,14 +89,14 @@ std::optional<Value*> transposedKey(Value* kt) {
       return std::nullopt;
     }
     if (std::min(*d0, *d1) == -2 && std::max(*d0, *d1) == -1) {
-      return k;
+      return KeyOperand{k};
     }
     const std::optional<int64_t> rank = knownRank(k);
     const auto n0 = normalizedDim(*d0, rank);
     const auto n1 = normalizedDim(*d1, rank);
     if (n0 && n1 && *rank >= 2 && std::min(*n0, *n1) == *rank - 2 &&
         std::max(*n0, *n1) == *rank - 1) {
-      return k;
+      return KeyOperand{k};
     }
     return std::nullopt;
   }
@@ -96,14 +106,22 @@ std::optional<Value*> transposedKey(Value* kt) {
       return std::nullopt;
     }
     const int64_t rank = static_cast<int64_t>(dims->size());
+    std::vector<int64_t> k_dims;
+    std::vector<bool> seen(rank, false);
     for (int64_t d = 0; d < rank; ++d) {
-      const int64_t expected = d < rank - 2 ? d : (d == rank - 2 ? rank - 1 : rank - 2);
       const auto actual = normalizedDim((*dims)[d], rank);
-      if (!actual || *actual != expected) {
-        return std::nullopt;
+      if (!actual || seen[*actual]) {
+        return std::nullopt; // permute raises
       }
+      seen[*actual] = true;
+      k_dims.push_back(*actual);
     }
-    return node->input(0);
+    std::swap(k_dims[rank - 2], k_dims[rank - 1]);
+    bool identity = true;
+    for (int64_t d = 0; d < rank; ++d) {
+      identity = identity && k_dims[d] == d;
+    }
+    return KeyOperand{node->input(0), identity ? std::vector<int64_t>{} : k_dims};
   }
   return std::nullopt;
 }
@@ -128,7 +146,7 @@ struct Scale {
 struct AttentionMatch {
   Node* output_matmul = nullptr;
   Value* q = nullptr;
-  Value* k = nullptr;
+  KeyOperand k;
   Value* v = nullptr;
   Value* mask = nullptr;   // nullptr: no mask
   bool mask_fills = false; // masked_fill(-inf) rather than added
@@ -248,7 +266,7 @@ Value* unscaledOperand(Value* operand, const Block* block, Scale& scale, size_t 
 // mask it adds.
 struct Product {
   Value* q = nullptr;
-  Value* k = nullptr;
+  KeyOperand k;
   Value* mask = nullptr;
   bool needs_3d = false; // bmm or baddbmm: raises unless q and k are 3-D
   size_t q_readers = 1;  // the product's reads of q
@@ -284,7 +302,7 @@ std::optional<Product> plainProduct(const Node* product, const Block* block, Sca
   result.needs_3d = product->kind() != c10::aten::matmul;
   result.q = product->input(first_operand);
   Value* kt = product->input(first_operand + 1);
-  const std::optional<Value*> k = transposedKey(kt);
+  const std::optional<KeyOperand> k = transposedKey(kt);
   const bool kt_read_here = kt->node()->owningBlock() == block && kt->uses().size() == 1;
   if (!k || !(kt_read_here || shared_kt)) {
     return std::nullopt;
@@ -320,7 +338,8 @@ std::optional<Product> optionalMaskProduct(Node* node, Scale& scale) {
   Scale masked_scale; // baddbmm's alpha: must be 1, as the other branch has none
   const std::optional<Product> with = plainProduct(masked, with_mask, masked_scale, shared_kt);
   const std::optional<Product> without = plainProduct(unmasked, without_mask, scale, shared_kt);
-  if (!with || !without || with->q != without->q || with->k != without->k ||
+  if (!with || !without || with->q != without->q ||
+      with->k.source != without->k.source || with->k.permute != without->k.permute ||
       !masked_scale.isOne()) {
     return std::nullopt;
   }
@@ -381,6 +400,45 @@ Value* maskOf(Node* node, const Block* block, Value*& scores) {
   return nullptr;
 }
 
+// The hand-written stable softmax's shift `s - s.max(dim, keepdim=True)[0]` (or amax) over the
+// softmax's own dim (torchaudio's wav2vec2 writes it): softmax subtracts the row maximum itself,
+// and computes exp(s - max) from the same difference, so dropping the shift changes no bit. Returns
+// s when `shifted` is that shift, read by the softmax alone, and s is read by the shift alone.
+Value* unshiftedScores(Value* shifted, const Node* softmax, int64_t softmax_dim,
+                       const Block* block) {
+  Node* sub = shifted->node();
+  if (!usedOnlyBy(shifted, softmax) || sub->owningBlock() != block ||
+      !sub->matches("aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor") ||
+      constantNumber(sub->input(2)) != 1.0) {
+    return nullptr;
+  }
+  Value* scores = sub->input(0);
+  Value* row_max = sub->input(1);
+  Node* max = row_max->node();
+  std::optional<int64_t> max_dim;
+  if (max->matches("aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, "
+                   "Tensor indices)") &&
+      row_max == max->output(0) && !max->output(1)->hasUses()) {
+    max_dim = constantInt(max->input(1));
+  } else if (max->matches("aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")) {
+    const auto dims = constantIntList(max->input(1));
+    if (dims && dims->size() == 1) {
+      max_dim = (*dims)[0];
+    }
+  }
+  const std::optional<int64_t> rank = knownRank(scores);
+  const bool same_dim =
+      max_dim && (*max_dim == softmax_dim ||
+                  (rank && normalizedDim(*max_dim, rank) == normalizedDim(softmax_dim, rank)));
+  const auto keepdim = torch::jit::toIValue(max->input(2));
+  if (!same_dim || !keepdim || !keepdim->isBool() || !keepdim->toBool() ||
+      max->input(0) != scores || max->owningBlock() != block || !usedOnlyBy(row_max, sub) ||
+      scores->uses().size() != 2) {
+    return nullptr;
+  }
+  return scores;
+}
+
 std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::AliasDb& alias_db) {
   if (!isMatmul(output_matmul)) {
     return std::nullopt;
@@ -407,6 +465,10 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
   // read only by the next step (else it would be computed anyway, and the fusion saves nothing).
   Value* scores = softmax->input(0);
   const Node* reader = softmax;
+  if (Value* unshifted = unshiftedScores(scores, softmax, *softmax_dim, block)) {
+    scores = unshifted;
+    reader = nullptr; // (read by the shift's max and sub only)
+  }
   Scale outer_scale; // applied after the mask
   for (;;) {
     // (nullptr: the reads were checked by the step, as for the two of the Optional-mask If.)
@@ -447,10 +509,15 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
   match.scale.multiplyBy(outer_scale);
 
   match.q = unscaledOperand(product->q, block, match.scale, product->q_readers);
-  match.k = unscaledOperand(product->k, block, match.scale);
+  match.k = product->k;
+  match.k.source = unscaledOperand(product->k.source, block, match.scale);
+  // (A permute keeps the rank, and says it.)
+  const std::optional<int64_t> k_rank = match.k.permute.empty()
+                                            ? knownRank(match.k.source)
+                                            : static_cast<int64_t>(match.k.permute.size());
   // bmm and baddbmm raise unless their operands are 3-D; the fused node would not.
   const bool ranks_fit =
-      (!product->needs_3d || (knownRank(match.q) == 3 && knownRank(match.k) == 3)) &&
+      (!product->needs_3d || (knownRank(match.q) == 3 && k_rank == 3)) &&
       (output_matmul->kind() == c10::aten::matmul ||
        (knownRank(match.q) == 3 && knownRank(match.v) == 3));
   if (!ranks_fit) {
@@ -463,12 +530,12 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
     const std::optional<int64_t> rank = knownRank(match.q);
     const bool mask_keeps_rank =
         match.mask == nullptr || (knownRank(match.mask) && *knownRank(match.mask) <= rank);
-    if (!rank || knownRank(match.k) != rank || !mask_keeps_rank || *softmax_dim != *rank - 1) {
+    if (!rank || k_rank != rank || !mask_keeps_rank || *softmax_dim != *rank - 1) {
       return std::nullopt;
     }
   }
   // The fused node reads its inputs where the final matmul was: nothing may write them.
-  for (const Value* input : {match.q, match.k, match.v, match.mask}) {
+  for (const Value* input : {match.q, match.k.source, match.v, match.mask}) {
     if (input != nullptr && alias_db.hasWriters(input)) {
       return std::nullopt;
     }
@@ -484,10 +551,14 @@ void rewrite(const AttentionMatch& match, torch::jit::Graph& graph) {
   for (const Scale::RuntimeFactor& factor : match.scale.runtime) {
     scale = graph.insert(factor.divides ? c10::aten::div : c10::aten::mul, {scale, factor.value});
   }
+  Value* k = match.k.source;
+  if (!match.k.permute.empty()) {
+    k = graph.insert(c10::aten::permute, {k, graph.insertConstant(c10::IValue(match.k.permute))});
+  }
   Value* fills = graph.insertConstant(match.mask_fills);
   Value* causal = graph.insertConstant(false); // multi_head_attention_fusion proves it
   Node* fused = graph.create(c10::Symbol::fromQualString("srt::attention"),
-                             {match.q, match.k, match.v, mask, scale, fills, causal}, 1);
+                             {match.q, k, match.v, mask, scale, fills, causal}, 1);
   graph.insertNode(fused);
   fused->output()->setType(anchor->output()->type());
   fused->copyMetadata(anchor);

@@ -179,6 +179,32 @@ class CausalCore(Sizes):
         return torch.softmax(scores, dim=-1) @ v
 
 
+class StableSoftmaxCore(Sizes):
+    """No projection; kᵀ as one permute of a [B, S, H, Dh] key (the head split's own permute), and
+    a hand-written stable softmax: the row maximum (amax) subtracted before softmax."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        k_by_position = k.transpose(1, 2)  # [B, S, H, Dh], as a projection's view gives it
+        scores = (q @ k_by_position.permute(0, 2, 3, 1)) * self.dh**-0.5
+        scores = scores - scores.amax(-1, keepdim=True)
+        return torch.softmax(scores, dim=-1) @ v
+
+
+class TorchaudioSelfAttention(nn.Module):
+    """torchaudio's wav2vec2 / HuBERT attention, called as its encoder layers call it (no mask):
+    three linears, k split straight into kᵀ by permute(0, 2, 3, 1), the scale on q, and the
+    softmax's input shifted by its row maximum, `max(dim=-1, keepdim=True)[0]`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torchaudio.models.wav2vec2.components import SelfAttention
+
+        self.attention = SelfAttention(D_MODEL, HEADS)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.attention(x)
+
+
 class ModuleSelfAttention(nn.Module):
     """nn.MultiheadAttention used directly, as torchvision's EncoderBlock does."""
 
@@ -243,6 +269,8 @@ FORMS = {
     "slices_additive_mask": (SlicedQkv, _x_and_mask, "srt::multi_head_attention", 1),
     "three_linears_padding_mask": (ThreeLinearsPaddingMask, _x_and_padding, "srt::multi_head_attention", 1),
     "causal_triu_core": (CausalCore, _qkv, "srt::attention", 1),
+    "stable_softmax_permuted_key_core": (StableSoftmaxCore, _qkv, "srt::attention", 1),
+    "torchaudio_self_attention": (TorchaudioSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention": (ModuleSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention_indexed": (
         ModuleSelfAttentionIndexed, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
@@ -429,6 +457,25 @@ class SequenceFirstModule(nn.Module):
         return self.attention(x, x, x, need_weights=False)[0]
 
 
+class ShiftOverOtherDim(CausalCore):
+    """Each column's maximum subtracted: softmax over the rows' dim is not invariant to that."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        scores = q @ k.transpose(-2, -1)
+        scores = scores - scores.max(dim=-2, keepdim=True)[0]
+        return torch.softmax(scores, dim=-1) @ v
+
+
+class ShiftWithoutKeepdim(CausalCore):
+    """max(-1) without keepdim broadcasts over the last dim: score (i, j) loses row j's maximum."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        q, k, v = q[0, 0], k[0, 0], v[0, 0]  # 2-D, so [S] broadcasts against [S, S]
+        scores = q @ k.transpose(-2, -1)
+        scores = scores - scores.max(dim=-1)[0]
+        return torch.softmax(scores, dim=-1) @ v
+
+
 # name -> (module, inputs, kinds that must stay, kinds that must not appear)
 NEAR_MISSES = {
     "wrong_merge_permutation": (WrongMergePermutation, lambda b, s: (_x(b, s),), ["srt::attention"], ["srt::multi_head_attention"]),
@@ -437,6 +484,8 @@ NEAR_MISSES = {
     "finite_fill": (FiniteFill, _qkv, ["aten::masked_fill", "aten::softmax"], ["srt::attention"]),
     "mask_grows_scores": (MaskGrowsScores, _qkv, ["srt::attention"], []),
     "scores_used_outside": (ScoresUsedOutside, _qkv, ["aten::softmax"], ["srt::attention"]),
+    "shift_over_other_dim": (ShiftOverOtherDim, _qkv, ["aten::softmax"], ["srt::attention"]),
+    "shift_without_keepdim": (ShiftWithoutKeepdim, _qkv, ["aten::softmax"], ["srt::attention"]),
     "projection_used_outside": (ProjectionUsedOutside, lambda b, s: (_x(b, s),), ["srt::attention"], ["srt::multi_head_attention"]),
     "attention_weights_needed": (AttentionWeightsNeeded, lambda b, s: (_x(b, s),), [], ["srt::multi_head_attention"]),
     "sequence_first_module": (SequenceFirstModule, lambda b, s: (torch.randn(s, b, D_MODEL),), [], ["srt::multi_head_attention"]),
