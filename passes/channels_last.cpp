@@ -69,7 +69,8 @@ bool runsOnOneDnnChannelsLast(const Node* node) {
     return false;
   }
   const auto input = node->input(0)->type()->cast<c10::TensorType>();
-  const bool input_rank_fits = !input || !input->dim() || *input->dim() == rank;
+  const bool input_rank_fits =
+      !input || !input->dim() || static_cast<int64_t>(*input->dim()) == rank;
   return input_rank_fits && ops::oneDnnConvPrefersChannelsLast(static_cast<int>(rank - 2));
 }
 

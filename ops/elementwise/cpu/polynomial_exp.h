@@ -87,7 +87,6 @@ inline at::vec::Vectorized<float> expOfNonPositive(at::vec::Vectorized<float> x)
 // refined once (14 -> 28 bits) instead of a division. SiLU (x times it) then takes 0.2 ns a
 // float on an AMD EPYC (Zen 4); oneDNN's swish post-op added 0.6 to a depthwise convolution.
 inline at::vec::Vectorized<float> fastSigmoid(at::vec::Vectorized<float> x) {
-  using Vec = at::vec::Vectorized<float>;
 #if defined(CPU_CAPABILITY_AVX512)
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2High = 0.693359375f;
@@ -113,10 +112,12 @@ inline at::vec::Vectorized<float> fastSigmoid(at::vec::Vectorized<float> x) {
   const __m512 estimate = _mm512_rcp14_ps(denominator);
   return _mm512_mul_ps(estimate, _mm512_fnmadd_ps(denominator, estimate, _mm512_set1_ps(2.f)));
 #elif defined(CPU_CAPABILITY_AVX2)
+  using Vec = at::vec::Vectorized<float>;
   const Vec minus_x =
       at::vec::minimum(Vec(kHighestExpInput), at::vec::maximum(Vec(kLowestExpInput), Vec(0.f) - x));
   return (expInRange(minus_x) + Vec(1.f)).reciprocal();
 #else
+  using Vec = at::vec::Vectorized<float>;
   return ((Vec(0.f) - x).exp() + Vec(1.f)).reciprocal();
 #endif
 }
