@@ -338,9 +338,8 @@ std::optional<Product> optionalMaskProduct(Node* node, Scale& scale) {
   Scale masked_scale; // baddbmm's alpha: must be 1, as the other branch has none
   const std::optional<Product> with = plainProduct(masked, with_mask, masked_scale, shared_kt);
   const std::optional<Product> without = plainProduct(unmasked, without_mask, scale, shared_kt);
-  if (!with || !without || with->q != without->q ||
-      with->k.source != without->k.source || with->k.permute != without->k.permute ||
-      !masked_scale.isOne()) {
+  if (!with || !without || with->q != without->q || with->k.source != without->k.source ||
+      with->k.permute != without->k.permute || !masked_scale.isOne()) {
     return std::nullopt;
   }
   // Nothing else runs in the branches: the products, the cast, the transposes they read.
@@ -516,10 +515,9 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
                                             ? knownRank(match.k.source)
                                             : static_cast<int64_t>(match.k.permute.size());
   // bmm and baddbmm raise unless their operands are 3-D; the fused node would not.
-  const bool ranks_fit =
-      (!product->needs_3d || (knownRank(match.q) == 3 && k_rank == 3)) &&
-      (output_matmul->kind() == c10::aten::matmul ||
-       (knownRank(match.q) == 3 && knownRank(match.v) == 3));
+  const bool ranks_fit = (!product->needs_3d || (knownRank(match.q) == 3 && k_rank == 3)) &&
+                         (output_matmul->kind() == c10::aten::matmul ||
+                          (knownRank(match.q) == 3 && knownRank(match.v) == 3));
   if (!ranks_fit) {
     return std::nullopt;
   }

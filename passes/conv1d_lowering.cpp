@@ -10,7 +10,7 @@
 //
 // which is also how ATen computes them on oneDNN. The unsqueeze and squeeze are views; counted
 // from the end, they also take an unbatched [C, L] input. Taken with int-list padding only
-// (padding="same"/"valid" strings stay ATen's).
+// (conv_padding_modes spells padding="same"/"valid" out before).
 #include <optional>
 #include <vector>
 

@@ -33,6 +33,10 @@ bool fuseMultiHeadAttention(GraphPtr& graph);
 // build time, where LibTorch's constant propagation left it (constant_folding.cpp).
 bool foldConstants(GraphPtr& graph);
 
+// conv1d/2d/3d with padding="same" or "valid" and a constant weight -> the same op with numeric
+// padding (and constant_pad_nd where "same" is asymmetric) (conv_padding_modes.cpp).
+bool spellOutConvPaddingModes(GraphPtr& graph);
+
 // BatchNorm after a convolution folded into the convolution's weight and bias (LibTorch's
 // FoldFrozenConvBatchnorm; constant_folding.cpp).
 bool foldConvBatchNorm(GraphPtr& graph);

@@ -14,6 +14,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"common_subexpression", eliminateCommonSubexpressions},
       // Before the fusions: their patterns and kernels see weights as constants (pre-packable).
       {"constant_folding", foldConstants},
+      // After constant_folding (the weight's kernel size must be known); before every pass that
+      // reads convolutions, whose patterns take numeric padding only.
+      {"conv_padding_modes", spellOutConvPaddingModes},
       // After constant_folding: it needs the conv weight and the BatchNorm statistics as constants.
       {"conv_bn_folding", foldConvBatchNorm},
       // After constant_folding (its weights must be constants); emits the fused ops directly.
