@@ -92,6 +92,30 @@ void removeInactiveDropout(torch::jit::Block* block) {
   }
 }
 
+// `x is None` / `x is not None` where the types settle it: a module's optional branch frozen to
+// one side leaves `if residual is not None:` (torchaudio's Conv-TasNet) or `if mask is not None:`
+// testing a value that is a Tensor by now, which ConstantPropagation does not fold (its operand
+// is no constant). Folded, the If goes and what it guarded runs at the top level.
+void foldNoneComparisons(torch::jit::Graph& graph, torch::jit::Block* block) {
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    torch::jit::Node* node = *it++;
+    for (torch::jit::Block* sub_block : node->blocks()) {
+      foldNoneComparisons(graph, sub_block);
+    }
+    const bool is = node->kind() == c10::aten::__is__;
+    if ((!is && node->kind() != c10::aten::__isnot__) || node->inputs().size() != 2) {
+      continue;
+    }
+    const torch::jit::Value* a = node->input(0);
+    const torch::jit::Value* b = node->input(1);
+    if ((a->mustBeNone() && b->mustNotBeNone()) || (b->mustBeNone() && a->mustNotBeNone())) {
+      torch::jit::WithInsertPoint insert(node);
+      node->output()->replaceAllUsesWith(graph.insertConstant(!is));
+      node->destroy();
+    }
+  }
+}
+
 // The LibTorch passes that flatten a graph, in the order PyTorch's Static Runtime runs them:
 // constants propagate again after each pass that exposes more of them.
 std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> graph) {
@@ -101,6 +125,7 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   graph = torch::jit::Canonicalize(graph);
   torch::jit::ConstantPropagation(graph);
   torch::jit::RemoveTensorMutation(graph, rewriteKeepsDtype);
+  foldNoneComparisons(*graph, graph->block());
   torch::jit::ConstantPropagation(graph);
   // Eval-mode dropout is the identity; left in, its schema would tell AliasDb its output is a
   // fresh tensor when it is the input itself.

@@ -95,6 +95,32 @@ TEST(Prepare, KeepsRunTimeControlFlowAsSubBlocks) {
   EXPECT_TRUE(containsKind(prepared.graph->block(), c10::prim::If));
 }
 
+// A module's optional layer frozen to one side leaves `x is not None` on a value that is a Tensor
+// by now (torchaudio's Conv-TasNet: `if residual is not None:`): folded, with the If it guards.
+TEST(Prepare, FoldsNoneChecksTheTypesSettle) {
+  torch::jit::Module module("OptionalLayer");
+  module.register_parameter("w", torch::randn({3}), false);
+  module.define(R"JIT(
+def forward(self, x, mask: Optional[Tensor]):
+    residual: Optional[Tensor] = x * self.w
+    if residual is not None:
+        x = x + residual
+    if mask is not None:
+        x = x * mask
+    return x
+)JIT");
+  module.eval();
+  passes::PreparedGraph prepared = passes::prepareModule(module);
+  // The first check folds; the second tests a caller's Optional and stays, with its If.
+  size_t checks = 0;
+  for (const torch::jit::Node* node : prepared.graph->nodes()) {
+    checks += node->kind() == c10::aten::__isnot__ ? 1 : 0;
+  }
+  EXPECT_EQ(checks, 1u) << *prepared.graph;
+  expectMatchesJit(module, {{{torch::randn({2, 3}), torch::randn({2, 3})}, {}},
+                            {{torch::randn({4, 3}), c10::IValue()}, {}}});
+}
+
 TEST(Prepare, RemovesMutationWhereSafe) {
   passes::PreparedGraph prepared = passes::prepareModule(scriptModule(scripts::kInPlaceUserCode));
   EXPECT_FALSE(containsKind(prepared.graph->block(), c10::Symbol::fromQualString("aten::add_")));
