@@ -89,7 +89,10 @@ bool readsPlainIntoChannelsLast(const Node* conv) {
 }
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
-// kernels write the input's format), ATen's element-wise, pooling and concatenation kernels.
+// kernels write the input's format), ATen's element-wise, pooling and concatenation kernels,
+// prelu and group_norm (ours keep a channels-innermost input's layout; without them in this list
+// a 1-D convolution network's group norms broke every chain: Conv-TasNet spent more time in the
+// conversions than in its convolutions).
 bool keepsFormat(const Node* node) {
   static const std::unordered_set<std::string> kOps = {"aten::conv2d",
                                                        "srt::fused_conv2d",
@@ -116,7 +119,9 @@ bool keepsFormat(const Node* node) {
                                                        "aten::conv_transpose2d",
                                                        "aten::conv_transpose3d",
                                                        "srt::variadic_cat",
-                                                       "aten::batch_norm"};
+                                                       "aten::batch_norm",
+                                                       "aten::prelu",
+                                                       "aten::group_norm"};
   return kOps.count(node->kind().toQualString()) != 0;
 }
 

@@ -1,6 +1,8 @@
 // group_norm and instance_norm (with the input's own statistics) as out-variant kernels. On
 // contiguous float32 each (sample, group) is one row of the vectorized layer-norm loop, then each
-// channel's weight and bias one affine pass; anything else (channels-last, float64,
+// channel's weight and bias one affine pass; float32 with channels innermost (channels last, a
+// 1-D convolution's squeezed output) is normalized row by row in its own layout
+// (normalizeChannelRows); anything else (other strides, float64,
 // bfloat16) runs ATen's CPU group-norm kernel (its dispatch stub, not the operator dispatcher)
 // into the node's output, with its per-group statistics in scratch.
 // Debian's libtorch_cpu has AVX2 and AVX-512 kernels behind its dispatch stubs; the stub's
@@ -31,6 +33,70 @@ const at::Tensor& tensorOrUndefined(const c10::IValue& value) {
 bool isChannelVector(const at::Tensor& t, at::ScalarType type, int64_t channels) {
   return !t.defined() ||
          (t.scalar_type() == type && t.dim() == 1 && t.size(0) == channels && t.is_contiguous());
+}
+
+// Rows of `channels` floats (a sample whose channels are innermost in memory: channels last, a
+// 1-D convolution's output read through conv1d_lowering's squeeze; the order of the rows does not
+// matter to the statistics): per group, the mean, then the centred variance, each summed per
+// channel in float over blocks of rows and per group in double; then y = x * scale[c] + shift[c]
+// with scale = rstd * weight, shift = bias - mean * scale. `scratch`: channelRowsScratchBytes.
+size_t channelRowsScratchBytes(int64_t channels, int64_t groups) {
+  return static_cast<size_t>(groups) * sizeof(double) + 3 * channels * sizeof(float);
+}
+
+void normalizeChannelRows(const float* x, int64_t rows, int64_t channels, int64_t groups,
+                          const float* weight, const float* bias, double eps, float* out,
+                          void* scratch, WorkerPool* workers) {
+  constexpr int64_t kRowsPerBlock = 256;
+  const int64_t per_group = channels / groups;
+  auto* totals = static_cast<double*>(scratch);
+  float* partial = reinterpret_cast<float*>(totals + groups);
+  float* scale = partial + channels;
+  float* shift = scale + channels;
+  // totals[g] = the sum over group g's values of f(value, shift[channel]).
+  const auto sumPerGroup = [&](auto f) {
+    std::fill(totals, totals + groups, 0.0);
+    for (int64_t begin = 0; begin < rows; begin += kRowsPerBlock) {
+      std::fill(partial, partial + channels, 0.f);
+      const int64_t end = std::min(rows, begin + kRowsPerBlock);
+      for (int64_t r = begin; r < end; ++r) {
+        const float* row = x + r * channels;
+        for (int64_t c = 0; c < channels; ++c) {
+          partial[c] += f(row[c], shift[c]);
+        }
+      }
+      for (int64_t c = 0; c < channels; ++c) {
+        totals[c / per_group] += partial[c];
+      }
+    }
+  };
+  const double count = static_cast<double>(rows * per_group);
+  std::fill(shift, shift + channels, 0.f);
+  sumPerGroup([](float v, float) { return v; });
+  for (int64_t c = 0; c < channels; ++c) {
+    shift[c] = static_cast<float>(totals[c / per_group] / count); // the mean
+  }
+  sumPerGroup([](float v, float mean) {
+    const float d = v - mean;
+    return d * d;
+  });
+  for (int64_t c = 0; c < channels; ++c) {
+    const double rstd = 1.0 / std::sqrt(totals[c / per_group] / count + eps);
+    scale[c] = static_cast<float>(rstd) * (weight ? weight[c] : 1.f);
+    shift[c] = (bias ? bias[c] : 0.f) - shift[c] * scale[c];
+  }
+  const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / channels);
+  splitIfWorthIt(workers, rows, grain,
+                 static_cast<double>(rows * channels) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t r = begin; r < end; ++r) {
+                     const float* in = x + r * channels;
+                     float* o = out + r * channels;
+                     for (int64_t c = 0; c < channels; ++c) {
+                       o[c] = in[c] * scale[c] + shift[c];
+                     }
+                   }
+                 });
 }
 
 // y = (x - mean) * rstd * weight[c] + bias[c] over groups of channels, into the node's output.
@@ -81,6 +147,24 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
                        }
                      }
                    });
+    return;
+  }
+  // Channels innermost, each sample one block of rows: normalized in place, the output laid out
+  // as the input (passes/channels_last.cpp counts on it, as for element-wise ops).
+  if (type == at::kFloat && isDenseFloat(x) && x.stride(1) == 1 &&
+      (batch == 1 || x.stride(0) == image * channels)) {
+    at::Tensor& out = outputTensorLike(p, 0, x);
+    resizePreservingLayout(out, x);
+    if (x.numel() == 0) {
+      return;
+    }
+    void* scratch = p.scratch(channelRowsScratchBytes(channels, groups));
+    const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
+    const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+    for (int64_t n = 0; n < batch; ++n) {
+      normalizeChannelRows(floatData(x) + n * image * channels, image, channels, groups, w, b, eps,
+                           floatData(out) + n * image * channels, scratch, p.workers());
+    }
     return;
   }
   // ATen's kernel reads X contiguous or channels-last and writes Y in X's format.

@@ -55,6 +55,33 @@ TEST_F(ChannelsLastPass, ConvertsAtTheInputAndRestoresAtTheOutputs) {
   EXPECT_TRUE(outputs[1].toTensor().is_contiguous()) << "the caller gets NCHW, as from eager";
 }
 
+// Conv-TasNet's block as torchaudio writes it: 1-D convolutions with PReLU and GroupNorm between
+// them. Both keep the layout, so the activations stay channels last from the first convolution to
+// the output; a view of the last group norm gets NCHW.
+TEST_F(ChannelsLastPass, OneDimensionalBlocksWithPreluAndGroupNormStayChannelsLast) {
+  torch::jit::Module module("TemporalBlock");
+  module.register_parameter("expand", torch::randn({64, 16, 1}) * 0.2, false);
+  module.register_parameter("depthwise", torch::randn({64, 1, 3}) * 0.3, false);
+  module.register_parameter("project", torch::randn({16, 64, 1}) * 0.1, false);
+  module.register_parameter("slopes", torch::rand({64}) * 0.3, false);
+  module.register_parameter("gamma", torch::randn({64}), false);
+  module.register_parameter("beta", torch::randn({64}), false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.group_norm(torch.prelu(torch.conv1d(x, self.expand), self.slopes), 1, self.gamma,
+                         self.beta, 1e-8)
+    y = torch.conv1d(y, self.depthwise, None, [1], [2], [2], 64)
+    y = torch.group_norm(torch.prelu(y, self.slopes), 4, self.gamma, self.beta, 1e-8)
+    return x + torch.conv1d(y, self.project), y.view(-1)
+)JIT");
+  module.eval();
+  StaticModule prepared(module);
+  // One conversion into channels last (the input), two back (the view's input, the output).
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 3u) << prepared.graph();
+  expectMatchesJit(module, {{{torch::randn({1, 16, 300})}, {}}, {{torch::randn({2, 16, 77})}, {}}},
+                   {}, 1e-4);
+}
+
 // A view (which fails on channels-last strides), a stride query and a read inside a block see an
 // NCHW tensor.
 TEST_F(ChannelsLastPass, ReadersOfStridesGetNchw) {

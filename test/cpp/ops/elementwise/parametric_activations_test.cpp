@@ -8,11 +8,16 @@ TEST(Prelu, OneSlopeAndOneSlopePerChannel) {
   const std::string source = forwardReturning("x, w", "torch.prelu(x, w)");
   expectAllOutVariant(source, 1);
   for (const auto& make : {randnFloat, randnDouble}) {
-    expectMatchesJit(
-        source, {inputs({make({2, 3, 5}), make({3})}), inputs({make({4, 3}), make({3})}),
-                 inputs({make({2, 3, 4, 4}), make({1})}), inputs({make({5, 3}).t(), make({5})}),
-                 inputs({make({7}), make({1})}), inputs({make({0, 3}), make({3})}),
-                 inputs({make({4, 16, 5000}), make({16})})});
+    expectMatchesJit(source,
+                     {inputs({make({2, 3, 5}), make({3})}), inputs({make({4, 3}), make({3})}),
+                      inputs({make({2, 3, 4, 4}), make({1})}),
+                      inputs({make({5, 3}).t(), make({5})}), inputs({make({7}), make({1})}),
+                      inputs({make({0, 3}), make({3})}), inputs({make({4, 16, 5000}), make({16})}),
+                      // Channels innermost: a 1-D convolution's output read through a transpose,
+                      // channels last; one slope on a transposed input.
+                      inputs({make({2, 300, 24}).transpose(1, 2), make({24})}),
+                      inputs({make({2, 5, 6, 8}).permute({0, 3, 1, 2}), make({8})}),
+                      inputs({make({2, 300, 24}).transpose(1, 2), make({1})})});
   }
 }
 

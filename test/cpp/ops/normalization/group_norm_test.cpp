@@ -1,6 +1,6 @@
 // group_norm and instance_norm out-variant kernels (ops/normalization/group_norm.cpp) against the
-// JIT: contiguous float32 (the vectorized rows), channels-last and float64 (ATen's kernel into our
-// output), with and without affine parameters.
+// JIT: contiguous float32 (the vectorized rows), channels innermost (rows of channels), other
+// layouts and float64 (ATen's kernel into our output), with and without affine parameters.
 #include "ops/op_test_helpers.h"
 
 namespace srt::testing {
@@ -27,10 +27,18 @@ TEST(GroupNorm, MatchesTheJit) {
                         inputs({make({8, 64, 700}), make({64}), make({64})})},
                        1e-4);
     }
-    expectMatchesJit(source,
-                     {inputs({channelsLast({2, 8, 3, 5}), randnFloat({8}), randnFloat({8})}),
-                      inputs({channelsLast({1, 4, 6, 2}), randnFloat({4}), randnFloat({4})})},
-                     1e-4);
+    // Channels innermost (normalized in their own layout): channels last, a 1-D convolution's
+    // [N, C, L] read through a transpose, long rows; and channels innermost with the batch not
+    // outermost (ATen's kernel).
+    expectMatchesJit(
+        source,
+        {inputs({channelsLast({2, 8, 3, 5}), randnFloat({8}), randnFloat({8})}),
+         inputs({channelsLast({1, 4, 6, 2}), randnFloat({4}), randnFloat({4})}),
+         inputs({randnFloat({2, 30, 8}).transpose(1, 2), randnFloat({8}), randnFloat({8})}),
+         inputs({(randnFloat({1, 2001, 64}) * 3 + 5).transpose(1, 2), randnFloat({64}),
+                 randnFloat({64})}),
+         inputs({randnFloat({30, 2, 8}).permute({1, 2, 0}), randnFloat({8}), randnFloat({8})})},
+        1e-4);
   }
 }
 
