@@ -89,14 +89,14 @@ std::optional<KeyOperand> transposedKey(Value* kt) {
       return std::nullopt;
     }
     if (std::min(*d0, *d1) == -2 && std::max(*d0, *d1) == -1) {
-      return KeyOperand{k};
+      return KeyOperand{k, {}};
     }
     const std::optional<int64_t> rank = knownRank(k);
     const auto n0 = normalizedDim(*d0, rank);
     const auto n1 = normalizedDim(*d1, rank);
     if (n0 && n1 && *rank >= 2 && std::min(*n0, *n1) == *rank - 2 &&
         std::max(*n0, *n1) == *rank - 1) {
-      return KeyOperand{k};
+      return KeyOperand{k, {}};
     }
     return std::nullopt;
   }
