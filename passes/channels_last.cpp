@@ -90,7 +90,8 @@ bool readsPlainIntoChannelsLast(const Node* conv) {
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
 // kernels write the input's format), ATen's element-wise, pooling and concatenation kernels,
-// prelu and group_norm (ours keep a channels-innermost input's layout; without them in this list
+// constant padding, prelu and group_norm (ours keep a channels-innermost input's layout; without
+// them in this list
 // a 1-D convolution network's group norms broke every chain: Conv-TasNet spent more time in the
 // conversions than in its convolutions).
 bool keepsFormat(const Node* node) {
@@ -121,7 +122,8 @@ bool keepsFormat(const Node* node) {
                                                        "srt::variadic_cat",
                                                        "aten::batch_norm",
                                                        "aten::prelu",
-                                                       "aten::group_norm"};
+                                                       "aten::group_norm",
+                                                       "aten::constant_pad_nd"};
   return kOps.count(node->kind().toQualString()) != 0;
 }
 

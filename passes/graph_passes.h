@@ -55,6 +55,10 @@ bool fuseConvEpilogues(GraphPtr& graph);
 // (conv1d_lowering.cpp).
 bool lowerConv1d(GraphPtr& graph);
 
+// A depthwise conv2d whose padding oneDNN's depthwise kernels do not take -> constant_pad_nd +
+// the conv2d unpadded (depthwise_explicit_padding.cpp).
+bool padDepthwiseExplicitly(GraphPtr& graph);
+
 // Ops ATen computes through other ops -> those ops: 1-D pooling as 2-D pooling over a height of
 // one, selu as elu (aten_decompositions.cpp).
 bool decomposeAtenOps(GraphPtr& graph);

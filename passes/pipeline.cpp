@@ -25,6 +25,10 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"einsum_lowering", lowerEinsums},
       // Before conv_fusion and channels_last, which then see the 1-D convolutions as 2-D ones.
       {"conv1d_lowering", lowerConv1d},
+      // After conv1d_lowering (1-D convolutions are 2-D ones by then) and conv_bn_folding (which
+      // matches the convolution's own input); before channels_last, which then keeps the pad's
+      // output channels last.
+      {"depthwise_explicit_padding", padDepthwiseExplicitly},
       // Before channels_last and element-wise fusion, which then see 2-D pooling and elu.
       {"aten_decompositions", decomposeAtenOps},
       // Early: replaces nn.MultiheadAttention's whole inlined forward (hundreds of nodes of checks

@@ -1421,4 +1421,37 @@ bool oneDnnConvReadsPlainIntoChannelsLast(const at::Tensor& weight,
   }
 }
 
+bool oneDnnDepthwiseWantsExplicitPadding(const at::Tensor& weight, const ConvArguments& arguments) {
+  if (arguments.spatial_dims != 2 || arguments.transposed || weight.scalar_type() != at::kFloat ||
+      weight.dim() != 4 || weight.size(1) != 1 || weight.size(0) % arguments.groups != 0 ||
+      (arguments.padding[0] == 0 && arguments.padding[1] == 0)) {
+    return false;
+  }
+  OneDnnConvWeight w;
+  w.out_channels = weight.size(0);
+  w.in_channels = arguments.groups;
+  w.kernel[0] = weight.size(2);
+  w.kernel[1] = weight.size(3);
+  // Whether oneDNN runs a convolution of these arguments on one of its depthwise kernels
+  // (jit_dw, brdgmm_dw) with channels-last activations.
+  const auto runsDepthwiseKernel = [&](const ConvArguments& a) {
+    w.arguments = a;
+    const RepresentativeImage image = representativeImage(w);
+    try {
+      const dnnl::primitive_desc pd =
+          primitiveDesc(w, channelsLastDesc(activationDims(1, w.in_channels, image.side, 2), 2),
+                        memory::desc(weightDims(w), kF32, memory::format_tag::any),
+                        channelsLastDesc(activationDims(1, w.out_channels, image.out, 2), 2),
+                        dnnl::primitive_attr(), ConvAlgorithm::kDirect);
+      return std::string(pd.impl_info_str()).find("_dw") != std::string::npos;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  };
+  ConvArguments unpadded = arguments;
+  unpadded.padding[0] = 0;
+  unpadded.padding[1] = 0;
+  return !runsDepthwiseKernel(arguments) && runsDepthwiseKernel(unpadded);
+}
+
 } // namespace srt::ops

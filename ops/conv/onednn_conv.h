@@ -141,4 +141,11 @@ constexpr const char* kChannelsLastOutput = "channels_last_output";
 // on an AMD EPYC (Zen 4): 101.8 us so, against 108.8 on NHWC after a 42 us conversion.
 bool oneDnnConvReadsPlainIntoChannelsLast(const at::Tensor& weight, const ConvArguments& arguments);
 
+// Whether a depthwise convolution (weight [C * m, 1, kh, kw], groups C) of these arguments runs on
+// oneDNN's depthwise kernels only once its padding is made explicit. oneDNN 2.6's jit_dw takes
+// padding up to a few columns; beyond that (Conv-TasNet's dilated 1-D convolutions, padding =
+// dilation = 8 ... 128) it picks im2col + GEMM, 2.4 ms for [512, 2001] where jit_dw on the padded
+// input takes 0.4.
+bool oneDnnDepthwiseWantsExplicitPadding(const at::Tensor& weight, const ConvArguments& arguments);
+
 } // namespace srt::ops
