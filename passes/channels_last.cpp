@@ -225,7 +225,13 @@ private:
         }
       }
     }
+    // Views whose input was given the NCHW copy: NCHW themselves, their readers need no copy of
+    // their own (a 1-D convolution's output read as squeeze + view converted once, not twice).
+    std::unordered_set<const Value*> now_plain;
     for (auto& [value, observed] : observed_uses) {
+      if (now_plain.count(value) != 0) {
+        continue;
+      }
       // Before the first reader, or the If/Loop that holds it.
       Node* first = nullptr;
       for (const torch::jit::Use& use : observed) {
@@ -238,6 +244,9 @@ private:
       Value* plain = convert(value, first, c10::MemoryFormat::Contiguous);
       for (const torch::jit::Use& use : observed) {
         use.user->replaceInput(use.offset, plain);
+        if (isView(use.user)) {
+          now_plain.insert(use.user->outputs().begin(), use.user->outputs().end());
+        }
       }
     }
   }

@@ -82,6 +82,27 @@ def forward(self, x):
                    {}, 1e-4);
 }
 
+// A 1-D convolution's output is conv2d + squeeze; read by a view (Conv-TasNet's mask
+// `.view(batch, sources, features, -1)`), it is converted once, before the squeeze, not again
+// before the view.
+TEST_F(ChannelsLastPass, AViewOfAViewIsConvertedOnce) {
+  torch::jit::Module module("MaskHead");
+  module.register_parameter("w", torch::randn({32, 16, 3}) * 0.2, false);
+  module.register_parameter("head", torch::randn({64, 32, 1}) * 0.2, false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv1d(x, self.w, None, [1], [1]))
+    masks = torch.sigmoid(torch.conv1d(y, self.head))
+    return masks.view(x.size(0), 2, 32, -1)
+)JIT");
+  module.eval();
+  StaticModule prepared(module);
+  // The input's conversion, and one back for the view.
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  expectMatchesJit(module, {{{torch::randn({1, 16, 50})}, {}}, {{torch::randn({3, 16, 21})}, {}}},
+                   {}, 1e-4);
+}
+
 // A view (which fails on channels-last strides), a stride query and a read inside a block see an
 // NCHW tensor.
 TEST_F(ChannelsLastPass, ReadersOfStridesGetNchw) {
