@@ -146,6 +146,40 @@ def forward(self, x):
   }
 }
 
+// Many channels between channels last (or a 1-D convolution's [N, C, L] with channel stride 1)
+// and contiguous take the tiled transpose (ops/shapes/transpose_copy.h): the same values as ATen's
+// copy, both ways, sizes that are no multiple of its tiles, size-1 dims, one and two threads;
+// what is neither layout ATen's copy.
+TEST(Conversions, ManyChannelsTransposeBetweenLayouts) {
+  StaticModule module(scriptModule(R"JIT(
+def forward(self, x):
+    return x.contiguous(), x.contiguous(memory_format=2) if x.dim() == 4 else x.clone()
+)JIT"));
+  const std::vector<at::Tensor> inputs = {
+      torch::randn({1, 512, 1, 77}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({3, 40, 33, 7}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({2, 70, 5, 9}),
+      torch::randn({1, 45, 1, 1}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({2, 300, 48}).transpose(1, 2),
+      torch::randn({1, 37, 3, 50}).transpose(1, 3), // [1, 50, 3, 37]: neither layout
+      torch::randn({4, 1, 6, 5}).contiguous(at::MemoryFormat::ChannelsLast)};
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = workers;
+    StaticRuntime runtime(module, options);
+    for (const at::Tensor& x : inputs) {
+      for (int run = 0; run < 2; ++run) {
+        const auto outputs = runtime({x}).toTupleRef().elements();
+        const at::Tensor plain = outputs[0].toTensor();
+        EXPECT_TRUE(plain.is_contiguous()) << x.sizes();
+        EXPECT_TRUE(torch::equal(plain, x)) << x.sizes() << " " << x.strides();
+        EXPECT_TRUE(torch::equal(outputs[1].toTensor(), x)) << x.sizes() << " " << x.strides();
+      }
+    }
+  }
+}
+
 TEST(Conversions, ChannelsLast3d) {
   const char* source = R"JIT(
 def forward(self, x):
