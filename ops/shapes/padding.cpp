@@ -1,7 +1,7 @@
-// pad (every mode) and constant_pad_nd as out-variant kernels. Constant padding fills the node's
-// output and copies the input into its interior (negative pads crop); reflect and replicate run
-// ATen's CPU kernels (at::cpu::{reflection,replication}_pad{1,2,3}d_out) into the output.
-// Circular padding, and what ATen refuses, run ATen's operator (which reports the error).
+// pad (every mode) and constant_pad_nd as out-variant kernels. Constant padding fills the border of
+// the node's output and copies the input into its interior (negative pads crop); reflect and
+// replicate run ATen's CPU kernels (at::cpu::{reflection,replication}_pad{1,2,3}d_out) into the
+// output. Circular padding, and what ATen refuses, run ATen's operator (which reports the error).
 #include <ATen/CPUFunctions.h>
 #include <ATen/Functions.h>
 
@@ -40,7 +40,26 @@ void constantPad(ProcessedNode& p, const at::Tensor& self, at::IntArrayRef pad,
     return;
   }
   if (fills) {
-    out.fill_(value);
+    // Only the border: the interior is overwritten below (a dilated convolution's input padded by
+    // a few columns: filling all of it doubled the node's memory traffic).
+    at::Tensor interior = out;
+    for (int64_t i = 0; i < dims; ++i) {
+      const int64_t dim = self.dim() - 1 - i;
+      const int64_t left = std::max<int64_t>(pad[2 * i], 0);
+      const int64_t right = std::max<int64_t>(pad[2 * i + 1], 0);
+      const int64_t size = interior.size(dim);
+      if (left + right >= size) {
+        interior.fill_(value);
+        break;
+      }
+      if (left > 0) {
+        interior.narrow(dim, 0, left).fill_(value);
+      }
+      if (right > 0) {
+        interior.narrow(dim, size - right, right).fill_(value);
+      }
+      interior = interior.narrow(dim, left, size - left - right);
+    }
   }
   at::Tensor source = self;
   at::Tensor target = out;
