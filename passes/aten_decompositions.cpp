@@ -9,6 +9,7 @@
 //   adaptive_max_pool1d(x, [o]) -> adaptive_max_pool2d(x.unsqueeze(-2), [1, o]), each result
 //                                  .squeeze(-2) (a height of one leaves the indices as they are)
 //   selu(x) -> elu(x, SELU's alpha, SELU's scale, 1)
+//   prelu(x, w) with a constant one-element w -> leaky_relu(x, w)   (nn.PReLU())
 //   rrelu(x, lower, upper, training=False) -> leaky_relu(x, (lower + upper) / 2)
 //                                  (nn.RReLU in eval; constant bounds with lower <= upper, else
 //                                  ATen's op and its error)
@@ -161,6 +162,24 @@ bool lowerEvalRrelu(Graph& graph, Node* rrelu) {
   return true;
 }
 
+// prelu with one slope (nn.PReLU()'s default) is leaky_relu with that slope: ATen computes
+// `x > 0 ? x : w * x` for both, and leaky_relu's float slope is w's value exactly. As leaky_relu
+// it fuses into the convolution or linear layer before it (Conv-TasNet: after every 1x1
+// convolution).
+bool lowerSingleSlopePrelu(Graph& graph, Node* prelu) {
+  const auto weight = torch::jit::constant_as<at::Tensor>(prelu->input(1));
+  if (!weight || weight->numel() != 1 || weight->scalar_type() != at::kFloat) {
+    return false;
+  }
+  torch::jit::WithInsertPoint insert(prelu);
+  Value* leaky = graph.insert(c10::aten::leaky_relu,
+                              {prelu->input(0), static_cast<double>(weight->item<float>())});
+  leaky->setType(prelu->output()->type());
+  prelu->output()->replaceAllUsesWith(leaky);
+  prelu->destroy();
+  return true;
+}
+
 bool lowerPairwiseDistance(Graph& graph, Node* distance) {
   torch::jit::WithInsertPoint insert(distance);
   Value* difference = graph.insert(c10::aten::sub, {distance->input(0), distance->input(1)});
@@ -300,6 +319,9 @@ bool decompose(Graph& graph, Node* node) {
   if (node->matches("aten::rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, "
                     "bool training=False, Generator? generator=None) -> Tensor")) {
     return lowerEvalRrelu(graph, node);
+  }
+  if (node->matches("aten::prelu(Tensor self, Tensor weight) -> Tensor")) {
+    return lowerSingleSlopePrelu(graph, node);
   }
   if (node->matches("aten::pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, "
                     "bool keepdim=False) -> Tensor")) {

@@ -1,6 +1,7 @@
 // passes/aten_decompositions.cpp: 1-D pooling runs as 2-D pooling over a height of one, selu as
-// elu, eval rrelu as leaky_relu and pairwise_distance as norm, with the JIT's values for every
-// argument form; run-time arguments stay as they are. cosine_similarity runs as ATen's composite.
+// elu, eval rrelu and one-slope prelu as leaky_relu and pairwise_distance as norm, with the JIT's
+// values for every argument form; run-time arguments stay as they are. cosine_similarity runs as
+// ATen's composite.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -100,6 +101,38 @@ def forward(self, x, upper: float):
                    .graph;
   EXPECT_FALSE(passes::decomposeAtenOps(graph)) << *graph;
   EXPECT_EQ(countKind(*graph, "aten::rrelu"), 3u) << *graph;
+}
+
+// nn.PReLU() (one slope) as leaky_relu, the same bits, fused into the convolution before it; one
+// slope per channel, or a slope known only at run time, stays prelu.
+TEST(AtenDecompositions, SingleSlopePreluIsAtensLeakyReluBitForBit) {
+  torch::jit::Module module("PreluModule");
+  module.register_parameter("slope", torch::tensor({0.25f}), false);
+  module.register_parameter("slopes", torch::rand({8}), false);
+  module.register_parameter("w", torch::randn({8, 4, 3}) * 0.3, false);
+  module.define(R"JIT(
+def forward(self, x, given):
+    y = torch.conv1d(x, self.w)
+    return torch.prelu(y, self.slope), torch.prelu(x, self.slope), torch.prelu(y, self.slopes), \
+           torch.prelu(x, given)
+)JIT");
+  module.eval();
+  StaticModule prepared(module);
+  EXPECT_EQ(countKind(prepared.graph(), "aten::prelu"), 2u) << prepared.graph();
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{1, 4, 70}, {3, 4, 17}}) {
+    const torch::Tensor x = torch::randn(sizes) * 3.0;
+    const torch::Tensor given = torch::rand({1});
+    const torch::Tensor y = torch::conv1d(x, module.attr("w").toTensor());
+    for (int call = 0; call < 2; ++call) {
+      const auto outputs = prepared({x, given}).toTupleRef().elements();
+      EXPECT_TRUE(torch::allclose(outputs[0].toTensor(),
+                                  torch::prelu(y, module.attr("slope").toTensor()), 1e-5, 1e-5));
+      EXPECT_TRUE(
+          torch::equal(outputs[1].toTensor(), torch::prelu(x, module.attr("slope").toTensor())));
+      EXPECT_TRUE(torch::equal(outputs[3].toTensor(), torch::prelu(x, given)));
+    }
+  }
+  expectMatchesJit(module, {{{torch::randn({2, 4, 33}), torch::rand({1})}, {}}}, {}, 1e-5);
 }
 
 // nn.PairwiseDistance: p and eps given or not, keepdim, broadcast ranks, a run-time p; ATen's
