@@ -11,7 +11,8 @@
 //           E = q.size(-1), whose head size reaches it through run-time checks) is multiplied in
 //           by float ops before the fused node
 //   mask    add(scores, mask) with alpha 1 either order, the zoo's `if mask is not None: scores =
-//           scores + mask` (the mask stays Optional), or masked_fill(scores, mask, -inf) (a
+//           scores + mask` (the mask stays Optional; torchaudio's in-place `scores += mask`
+//           there reads it cast to q's dtype), or masked_fill(scores, mask, -inf) (a
 //           boolean mask); scales after the mask only over a -inf fill and when positive (so
 //           never a run-time one)
 //   q @ kᵀ  matmul, or for 3-D operands bmm; baddbmm(mask, q, kᵀ, beta=1, alpha=c) is the
@@ -150,6 +151,9 @@ struct AttentionMatch {
   Value* v = nullptr;
   Value* mask = nullptr;   // nullptr: no mask
   bool mask_fills = false; // masked_fill(-inf) rather than added
+  // Added in place (`scores += mask` in the Optional mask's If, torchaudio's wav2vec2): the sum
+  // keeps the scores' dtype, so the fused node reads the mask cast to q's.
+  bool mask_in_place = false;
   Scale scale;
 };
 
@@ -184,9 +188,10 @@ std::optional<MaskBranches> optionalMaskBranches(Node* node) {
   return MaskBranches{mask, node->blocks()[is_not ? 0 : 1], node->blocks()[is_not ? 1 : 0]};
 }
 
-// The mask branch `if mask is not None: scores = scores + mask`: `node` is the prim::If, `scores`
-// what it adds to. Returns the Optional mask value, or nullptr.
-Value* optionalMaskIf(Node* node, Value*& scores) {
+// The mask branch `if mask is not None: scores = scores + mask` (or `scores += mask`, then
+// `in_place`): `node` is the prim::If, `scores` what it adds to. Returns the Optional mask value,
+// or nullptr.
+Value* optionalMaskIf(Node* node, Value*& scores, bool& in_place) {
   const std::optional<MaskBranches> branches = optionalMaskBranches(node);
   if (!branches) {
     return nullptr;
@@ -200,8 +205,11 @@ Value* optionalMaskIf(Node* node, Value*& scores) {
   }
   Value* unmasked = without_mask->outputs()[0];
   const Node* add = with_mask->outputs()[0]->node();
+  in_place = add->matches(
+      "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
   if (add->owningBlock() != with_mask ||
-      !add->matches("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor") ||
+      !(in_place ||
+        add->matches("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")) ||
       constantNumber(add->input(2)) != 1.0) {
     return nullptr;
   }
@@ -367,12 +375,14 @@ std::optional<Product> optionalMaskProduct(Node* node, Scale& scale) {
 }
 
 // The additive mask `scores + mask` (either order, alpha 1), the `if mask is not None` branch,
-// or the boolean `scores.masked_fill(mask, -inf)`: returns the mask and sets `scores`.
-Value* maskOf(Node* node, const Block* block, Value*& scores) {
+// or the boolean `scores.masked_fill(mask, -inf)`: returns the mask and sets `scores` (and
+// `in_place` for the branch's `scores += mask`).
+Value* maskOf(Node* node, const Block* block, Value*& scores, bool& in_place) {
+  in_place = false;
   if (node->owningBlock() != block) {
     return nullptr;
   }
-  if (Value* mask = optionalMaskIf(node, scores)) {
+  if (Value* mask = optionalMaskIf(node, scores, in_place)) {
     return mask;
   }
   if (node->matches("aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor")) {
@@ -480,7 +490,8 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
       scores = inner;
       reader = node;
     } else if (Value* inner = nullptr;
-               match.mask == nullptr && (match.mask = maskOf(node, block, inner))) {
+               match.mask == nullptr &&
+               (match.mask = maskOf(node, block, inner, match.mask_in_place))) {
       match.mask_fills = node->kind() == c10::aten::masked_fill;
       scores = inner;
       reader = node->kind() == c10::prim::If ? nullptr : node;
@@ -541,10 +552,31 @@ std::optional<AttentionMatch> matchAttention(Node* output_matmul, torch::jit::Al
   return match;
 }
 
+// `mask` (Optional) cast to q's dtype where it is a tensor: what `scores += mask` adds.
+Value* castOptionalMask(torch::jit::Graph& graph, Value* mask, Value* q) {
+  Value* given = graph.insert(c10::aten::__isnot__, {mask, graph.insertConstant(c10::IValue())});
+  Node* cast = graph.insertNode(graph.create(c10::prim::If, {given}, 1));
+  cast->output()->setType(c10::OptionalType::create(c10::TensorType::get()));
+  Block* with_mask = cast->addBlock();
+  Block* without_mask = cast->addBlock();
+  {
+    torch::jit::WithInsertPoint inside(with_mask);
+    Value* tensor = graph.insertUncheckedCast(mask, c10::TensorType::get());
+    with_mask->registerOutput(graph.insert(c10::aten::type_as, {tensor, q}));
+  }
+  {
+    torch::jit::WithInsertPoint inside(without_mask);
+    without_mask->registerOutput(graph.insertConstant(c10::IValue()));
+  }
+  return cast->output();
+}
+
 void rewrite(const AttentionMatch& match, torch::jit::Graph& graph) {
   Node* anchor = match.output_matmul;
   torch::jit::WithInsertPoint guard(anchor);
-  Value* mask = match.mask != nullptr ? match.mask : graph.insertConstant(c10::IValue());
+  Value* mask = match.mask == nullptr ? graph.insertConstant(c10::IValue())
+                : match.mask_in_place ? castOptionalMask(graph, match.mask, match.q)
+                                      : match.mask;
   Value* scale = graph.insertConstant(match.scale.constant);
   for (const Scale::RuntimeFactor& factor : match.scale.runtime) {
     scale = graph.insert(factor.divides ? c10::aten::div : c10::aten::mul, {scale, factor.value});

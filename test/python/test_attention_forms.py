@@ -205,6 +205,24 @@ class TorchaudioSelfAttention(nn.Module):
         return self.attention(x)
 
 
+class TorchaudioSelfAttentionOptionalMask(nn.Module):
+    """torchaudio's attention as Wav2Vec2Model scripted directly calls it: the mask an Optional
+    argument, added in place (`weights += attention_mask`) inside its If."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torchaudio.models.wav2vec2.components import SelfAttention
+
+        self.attention = SelfAttention(D_MODEL, HEADS)
+
+    def forward(self, x: Tensor, mask: Optional[Tensor]) -> Tensor:
+        return self.attention(x, attention_mask=mask)
+
+
+def _x_and_batch_mask(batch: int, seq: int, dtype: torch.dtype = torch.float32) -> Tuple[Tensor, ...]:
+    return _x(batch, seq), torch.randn(batch, 1, seq, seq, dtype=dtype)
+
+
 class ModuleSelfAttention(nn.Module):
     """nn.MultiheadAttention used directly, as torchvision's EncoderBlock does."""
 
@@ -271,6 +289,10 @@ FORMS = {
     "causal_triu_core": (CausalCore, _qkv, "srt::attention", 1),
     "stable_softmax_permuted_key_core": (StableSoftmaxCore, _qkv, "srt::attention", 1),
     "torchaudio_self_attention": (TorchaudioSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
+    "torchaudio_self_attention_mask_in_place": (
+        TorchaudioSelfAttentionOptionalMask, _x_and_batch_mask, "srt::attention", 1),
+    "torchaudio_self_attention_mask_none": (
+        TorchaudioSelfAttentionOptionalMask, lambda b, s: (_x(b, s), None), "srt::attention", 1),
     "nn_multihead_attention": (ModuleSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention_indexed": (
         ModuleSelfAttentionIndexed, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
@@ -627,6 +649,24 @@ def test_multihead_attention_slow_path_fuses_and_matches_eager(name):
     assert _count(graph, "srt::attention") == count, graph
     for gone in ("aten::softmax", "aten::baddbmm", "aten::bmm"):
         assert _count(graph, gone) == 0, f"{gone} left in\n{graph}"
+
+
+def test_mask_added_in_place_keeps_the_scores_dtype():
+    """`weights += mask` with a float64 mask stays float32, as in eager: the fused node reads the
+    mask cast to q's dtype (an out-of-place add would have promoted the scores)."""
+    torch.manual_seed(0)
+    model = TorchaudioSelfAttentionOptionalMask().eval()
+    module = static_runtime.StaticModule(torch.jit.script(model))
+    assert _count(module.graph, "srt::attention") == 1, module.graph
+    for batch, seq in SHAPES:
+        for dtype in (torch.float64, torch.float32):
+            args = _x_and_batch_mask(batch, seq, dtype)
+            with torch.no_grad():
+                expected = model(*args)
+            for _ in range(2):
+                actual = module(*args)
+                assert actual.dtype == torch.float32
+                torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_multihead_attention_slow_path_takes_a_mask_given_on_some_calls_only():
