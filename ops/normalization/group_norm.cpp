@@ -37,11 +37,14 @@ bool isChannelVector(const at::Tensor& t, at::ScalarType type, int64_t channels)
 
 // Rows of `channels` floats (a sample whose channels are innermost in memory: channels last, a
 // 1-D convolution's output read through conv1d_lowering's squeeze; the order of the rows does not
-// matter to the statistics): per group, the mean, then the centred variance, each summed per
-// channel in float over blocks of rows and per group in double; then y = x * scale[c] + shift[c]
-// with scale = rstd * weight, shift = bias - mean * scale. `scratch`: channelRowsScratchBytes.
-size_t channelRowsScratchBytes(int64_t channels, int64_t groups) {
-  return static_cast<size_t>(groups) * sizeof(double) + 3 * channels * sizeof(float);
+// matter to the statistics), normalized per group of channels in two passes: one for the
+// statistics, one for y = (x - mean) * scale[c] + bias[c] (scale = rstd * weight). The statistics
+// in one pass without cancellation: each channel's values are summed shifted by the channel's first
+// value (a pivot near its mean), in float over blocks of rows and in double over the blocks; the
+// group's mean and centred sum of squares follow exactly from those sums. `scratch`:
+// channelRowsScratchBytes.
+size_t channelRowsScratchBytes(int64_t channels) {
+  return 2 * channels * sizeof(double) + 3 * channels * sizeof(float);
 }
 
 void normalizeChannelRows(const float* x, int64_t rows, int64_t channels, int64_t groups,
@@ -49,41 +52,52 @@ void normalizeChannelRows(const float* x, int64_t rows, int64_t channels, int64_
                           void* scratch, WorkerPool* workers) {
   constexpr int64_t kRowsPerBlock = 256;
   const int64_t per_group = channels / groups;
-  auto* totals = static_cast<double*>(scratch);
-  float* partial = reinterpret_cast<float*>(totals + groups);
-  float* scale = partial + channels;
-  float* shift = scale + channels;
-  // totals[g] = the sum over group g's values of f(value, shift[channel]).
-  const auto sumPerGroup = [&](auto f) {
-    std::fill(totals, totals + groups, 0.0);
-    for (int64_t begin = 0; begin < rows; begin += kRowsPerBlock) {
-      std::fill(partial, partial + channels, 0.f);
-      const int64_t end = std::min(rows, begin + kRowsPerBlock);
-      for (int64_t r = begin; r < end; ++r) {
-        const float* row = x + r * channels;
-        for (int64_t c = 0; c < channels; ++c) {
-          partial[c] += f(row[c], shift[c]);
-        }
-      }
+  auto* sums = static_cast<double*>(scratch); // per channel: sum of (x - pivot)
+  double* squares = sums + channels;          // per channel: sum of (x - pivot)^2
+  auto* block_sums = reinterpret_cast<float*>(squares + channels);
+  float* block_squares = block_sums + channels;
+  // Once the sums are done, the blocks' space holds each channel's scale and bias.
+  float* scale = block_squares;
+  float* shift = block_sums;
+  float* center = block_squares + channels; // the group's mean
+  const float* pivot = x;                   // the first row
+  std::fill(sums, sums + 2 * channels, 0.0);
+  for (int64_t begin = 0; begin < rows; begin += kRowsPerBlock) {
+    std::fill(block_sums, block_sums + 2 * channels, 0.f);
+    const int64_t end = std::min(rows, begin + kRowsPerBlock);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = x + r * channels;
       for (int64_t c = 0; c < channels; ++c) {
-        totals[c / per_group] += partial[c];
+        const float d = row[c] - pivot[c];
+        block_sums[c] += d;
+        block_squares[c] += d * d;
       }
     }
-  };
-  const double count = static_cast<double>(rows * per_group);
-  std::fill(shift, shift + channels, 0.f);
-  sumPerGroup([](float v, float) { return v; });
-  for (int64_t c = 0; c < channels; ++c) {
-    shift[c] = static_cast<float>(totals[c / per_group] / count); // the mean
+    for (int64_t c = 0; c < channels; ++c) {
+      sums[c] += block_sums[c];
+      squares[c] += block_squares[c];
+    }
   }
-  sumPerGroup([](float v, float mean) {
-    const float d = v - mean;
-    return d * d;
-  });
-  for (int64_t c = 0; c < channels; ++c) {
-    const double rstd = 1.0 / std::sqrt(totals[c / per_group] / count + eps);
-    scale[c] = static_cast<float>(rstd) * (weight ? weight[c] : 1.f);
-    shift[c] = (bias ? bias[c] : 0.f) - shift[c] * scale[c];
+  const double count = static_cast<double>(rows * per_group);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t first = g * per_group;
+    double total = 0.0;
+    for (int64_t c = first; c < first + per_group; ++c) {
+      total += static_cast<double>(pivot[c]) * static_cast<double>(rows) + sums[c];
+    }
+    const double mean = total / count;
+    // Sum over the group of (x - mean)^2 = sum of ((x - p) + (p - mean))^2 per channel.
+    double centred = 0.0;
+    for (int64_t c = first; c < first + per_group; ++c) {
+      const double offset = static_cast<double>(pivot[c]) - mean;
+      centred += squares[c] + 2.0 * offset * sums[c] + static_cast<double>(rows) * offset * offset;
+    }
+    const double rstd = 1.0 / std::sqrt(std::max(centred, 0.0) / count + eps);
+    for (int64_t c = first; c < first + per_group; ++c) {
+      scale[c] = static_cast<float>(rstd) * (weight ? weight[c] : 1.f);
+      center[c] = static_cast<float>(mean);
+      shift[c] = bias ? bias[c] : 0.f;
+    }
   }
   const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / channels);
   splitIfWorthIt(workers, rows, grain,
@@ -93,7 +107,7 @@ void normalizeChannelRows(const float* x, int64_t rows, int64_t channels, int64_
                      const float* in = x + r * channels;
                      float* o = out + r * channels;
                      for (int64_t c = 0; c < channels; ++c) {
-                       o[c] = in[c] * scale[c] + shift[c];
+                       o[c] = (in[c] - center[c]) * scale[c] + shift[c];
                      }
                    }
                  });
@@ -158,7 +172,7 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
     if (x.numel() == 0) {
       return;
     }
-    void* scratch = p.scratch(channelRowsScratchBytes(channels, groups));
+    void* scratch = p.scratch(channelRowsScratchBytes(channels));
     const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
     const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
     for (int64_t n = 0; n < batch; ++n) {
