@@ -388,8 +388,14 @@ bool isLeadingSizeRead(const torch::jit::Use& use, const Value* value, const Val
   return (dim == 0 || dim == 1) && leadsLikeX(value, x);
 }
 
+// `type_as(m, t)`: reads only t's dtype, which for the match's tensors is x's (the projections'
+// float32 weights take x of their own dtype only). attention_fusion casts an in-place mask so.
+bool isDtypeRead(const torch::jit::Use& use) {
+  return use.offset == 1 && use.user->matches("aten::type_as(Tensor self, Tensor other) -> Tensor");
+}
+
 // Every node of the match is read only by nodes of the match (the merge's result by anything),
-// except for sizes of x's first two dims, which the rewrite reads from x.
+// except for sizes of x's first two dims and dtype reads, which the rewrite reads from x.
 bool readOnlyInside(const MhaMatch& match) {
   const std::vector<Node*> nodes = patternNodes(match);
   auto inside = [&](const Node* node) {
@@ -401,7 +407,7 @@ bool readOnlyInside(const MhaMatch& match) {
     }
     for (const Value* output : node->outputs()) {
       for (const torch::jit::Use& use : output->uses()) {
-        if (!inside(use.user) && !isLeadingSizeRead(use, output, match.x)) {
+        if (!inside(use.user) && !isLeadingSizeRead(use, output, match.x) && !isDtypeRead(use)) {
           return false;
         }
       }
@@ -604,13 +610,13 @@ void rewrite(const MhaMatch& match, torch::jit::Graph& graph) {
   fused->output()->setType(match.merge->output()->type());
   fused->copyMetadata(match.merge);
   match.merge->output()->replaceAllUsesWith(fused->output());
-  // size(t, 0 or 1) of the match's tensors is size(x, 0 or 1): the only reads outside the match
-  // it allowed.
+  // size(t, 0 or 1) of the match's tensors is size(x, 0 or 1), their dtype x's: the only reads
+  // outside the match it allowed.
   for (Node* node : patternNodes(match)) {
     for (Value* output : node->outputs()) {
       const std::vector<torch::jit::Use> uses = output->uses();
       for (const torch::jit::Use& use : uses) {
-        if (isLeadingSizeRead(use, output, match.x)) {
+        if (isLeadingSizeRead(use, output, match.x) || isDtypeRead(use)) {
           use.user->replaceInput(use.offset, match.x);
         }
       }

@@ -290,9 +290,9 @@ FORMS = {
     "stable_softmax_permuted_key_core": (StableSoftmaxCore, _qkv, "srt::attention", 1),
     "torchaudio_self_attention": (TorchaudioSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "torchaudio_self_attention_mask_in_place": (
-        TorchaudioSelfAttentionOptionalMask, _x_and_batch_mask, "srt::attention", 1),
+        TorchaudioSelfAttentionOptionalMask, _x_and_batch_mask, "srt::multi_head_attention", 1),
     "torchaudio_self_attention_mask_none": (
-        TorchaudioSelfAttentionOptionalMask, lambda b, s: (_x(b, s), None), "srt::attention", 1),
+        TorchaudioSelfAttentionOptionalMask, lambda b, s: (_x(b, s), None), "srt::multi_head_attention", 1),
     "nn_multihead_attention": (ModuleSelfAttention, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
     "nn_multihead_attention_indexed": (
         ModuleSelfAttentionIndexed, lambda b, s: (_x(b, s),), "srt::multi_head_attention", 1),
@@ -657,7 +657,7 @@ def test_mask_added_in_place_keeps_the_scores_dtype():
     torch.manual_seed(0)
     model = TorchaudioSelfAttentionOptionalMask().eval()
     module = static_runtime.StaticModule(torch.jit.script(model))
-    assert _count(module.graph, "srt::attention") == 1, module.graph
+    assert _count(module.graph, "srt::multi_head_attention") == 1, module.graph
     for batch, seq in SHAPES:
         for dtype in (torch.float64, torch.float32):
             args = _x_and_batch_mask(batch, seq, dtype)
