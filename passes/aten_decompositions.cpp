@@ -46,6 +46,7 @@
 #include <torch/csrc/jit/ir/named_value.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/shape_facts.h"
 
 namespace srt::passes {
@@ -334,21 +335,11 @@ bool decompose(Graph& graph, Node* node) {
   return renameToFixedArguments(graph, node);
 }
 
-void decomposeIn(Graph& graph, torch::jit::Block* block, bool& changed) {
-  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
-    Node* node = *it++;
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      decomposeIn(graph, sub_block, changed);
-    }
-    changed |= decompose(graph, node);
-  }
-}
-
 } // namespace
 
 bool decomposeAtenOps(GraphPtr& graph) {
   bool changed = false;
-  decomposeIn(*graph, graph->block(), changed);
+  forEachNode(graph->block(), [&](Node* node) { changed |= decompose(*graph, node); });
   return changed;
 }
 

@@ -36,6 +36,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/rewrite_safety.h"
 #include "passes/shape_facts.h"
 
@@ -595,24 +596,11 @@ void rewrite(const AttentionMatch& match, torch::jit::Graph& graph) {
   anchor->output()->replaceAllUsesWith(fused->output());
 }
 
-void collectCandidates(Block* block, std::vector<Node*>& candidates) {
-  for (Node* node : block->nodes()) {
-    if (isMatmul(node)) {
-      candidates.push_back(node);
-    }
-    for (Block* sub_block : node->blocks()) {
-      collectCandidates(sub_block, candidates);
-    }
-  }
-}
-
 // One rewrite at most: the next search sees the graph (and its aliasing) as rewritten, and the
 // replaced chain gone (dead-code elimination removes what only it read: the pattern's nodes).
 bool fuseOne(std::shared_ptr<torch::jit::Graph>& graph) {
   torch::jit::AliasDb alias_db(graph);
-  std::vector<Node*> candidates;
-  collectCandidates(graph->block(), candidates);
-  for (Node* candidate : candidates) {
+  for (Node* candidate : nodesWhere(graph->block(), isMatmul)) {
     if (std::optional<AttentionMatch> match = matchAttention(candidate, alias_db)) {
       rewrite(*match, *graph);
       torch::jit::EliminateDeadCode(graph);

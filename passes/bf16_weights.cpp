@@ -17,11 +17,11 @@
 #include "ops/gemm/onednn.h"
 #include "ops/gemm/packed_linear.h"
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
 
-using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
@@ -88,22 +88,6 @@ private:
   std::unordered_map<const ops::OneDnnConvWeight*, c10::intrusive_ptr<ops::PackedConvWeight>> conv_;
 };
 
-bool repackBlock(Block* block, Repacker& repacker) {
-  bool changed = false;
-  for (Node* node : block->nodes()) {
-    for (size_t i = 0; i < node->inputs().size(); ++i) {
-      if (Value* bf16 = repacker.replacement(node->input(i), node)) {
-        node->replaceInput(i, bf16);
-        changed = true;
-      }
-    }
-    for (Block* nested : node->blocks()) {
-      changed |= repackBlock(nested, repacker);
-    }
-  }
-  return changed;
-}
-
 } // namespace
 
 bool useBFloat16Weights(GraphPtr& graph) {
@@ -111,7 +95,16 @@ bool useBFloat16Weights(GraphPtr& graph) {
     return false;
   }
   Repacker repacker(*graph);
-  return repackBlock(graph->block(), repacker);
+  bool changed = false;
+  forEachNode(graph->block(), [&](Node* node) {
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      if (Value* bf16 = repacker.replacement(node->input(i), node)) {
+        node->replaceInput(i, bf16);
+        changed = true;
+      }
+    }
+  });
+  return changed;
 }
 
 } // namespace srt::passes

@@ -17,6 +17,7 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/pipeline.h"
 
 namespace srt::passes {
@@ -160,18 +161,13 @@ bool replaceWithConstants(Node* node, const torch::jit::Stack& outputs) {
   return true;
 }
 
-void collectFoldable(torch::jit::Block* block, const torch::jit::AliasDb& alias_db,
-                     std::vector<Node*>& foldable) {
-  for (Node* node : block->nodes()) {
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      collectFoldable(sub_block, alias_db, foldable);
-    }
+std::vector<Node*> foldableNodes(GraphPtr& graph) {
+  const torch::jit::AliasDb alias_db(graph);
+  return nodesWhere(graph->block(), [&](Node* node) {
     // A value something writes to is not a constant, even with constant inputs.
-    if (!neverFolded(node) && !feedsReturn(node) && allInputsConstant(node) &&
-        !alias_db.hasWriters(node)) {
-      foldable.push_back(node);
-    }
-  }
+    return !neverFolded(node) && !feedsReturn(node) && allInputsConstant(node) &&
+           !alias_db.hasWriters(node);
+  });
 }
 
 } // namespace
@@ -181,12 +177,7 @@ bool foldConstants(GraphPtr& graph) {
   // One round folds the nodes whose inputs are constants now; their users may be next.
   for (bool folded = true; folded;) {
     folded = false;
-    std::vector<Node*> foldable;
-    {
-      const torch::jit::AliasDb alias_db(graph);
-      collectFoldable(graph->block(), alias_db, foldable);
-    }
-    for (Node* node : foldable) {
+    for (Node* node : foldableNodes(graph)) {
       if (std::optional<torch::jit::Stack> outputs = evaluate(node)) {
         folded = replaceWithConstants(node, *outputs) || folded;
       }

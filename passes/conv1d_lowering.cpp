@@ -19,6 +19,7 @@
 #include <torch/csrc/jit/ir/named_value.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -116,24 +117,16 @@ void lower(torch::jit::Graph& graph, Node* conv, const Conv1dArguments& argument
   conv->destroy();
 }
 
-void lowerIn(torch::jit::Graph& graph, torch::jit::Block* block, bool& changed) {
-  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
-    Node* node = *it++;
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      lowerIn(graph, sub_block, changed);
-    }
-    if (const auto arguments = lowerable(node)) {
-      lower(graph, node, *arguments);
-      changed = true;
-    }
-  }
-}
-
 } // namespace
 
 bool lowerConv1d(GraphPtr& graph) {
   bool changed = false;
-  lowerIn(*graph, graph->block(), changed);
+  forEachNode(graph->block(), [&](Node* node) {
+    if (const auto arguments = lowerable(node)) {
+      lower(*graph, node, *arguments);
+      changed = true;
+    }
+  });
   return changed;
 }
 

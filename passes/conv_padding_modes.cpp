@@ -21,6 +21,7 @@
 #include <torch/csrc/jit/ir/named_value.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -122,30 +123,22 @@ void spellOut(torch::jit::Graph& graph, Node* conv, const PaddingForm& form,
   conv->destroy();
 }
 
-void spellOutIn(torch::jit::Graph& graph, torch::jit::Block* block, bool& changed) {
-  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
-    Node* node = *it++;
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      spellOutIn(graph, sub_block, changed);
-    }
+} // namespace
+
+bool spellOutConvPaddingModes(GraphPtr& graph) {
+  bool changed = false;
+  forEachNode(graph->block(), [&](Node* node) {
     for (const PaddingForm& form : kForms) {
       if (!node->matches(form.schema)) {
         continue;
       }
       if (const auto padding = numericPadding(node, form)) {
-        spellOut(graph, node, form, *padding);
+        spellOut(*graph, node, form, *padding);
         changed = true;
       }
       break;
     }
-  }
-}
-
-} // namespace
-
-bool spellOutConvPaddingModes(GraphPtr& graph) {
-  bool changed = false;
-  spellOutIn(*graph, graph->block(), changed);
+  });
   return changed;
 }
 

@@ -18,6 +18,7 @@
 #include "ops/conv/convolution.h"
 #include "ops/conv/onednn_conv.h"
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -54,23 +55,16 @@ void padExplicitly(torch::jit::Graph& graph, Node* conv) {
   conv->replaceInput(kPadding, graph.insertConstant(std::vector<int64_t>{0, 0}));
 }
 
-void padIn(torch::jit::Graph& graph, torch::jit::Block* block, bool& changed) {
-  for (Node* node : block->nodes()) {
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      padIn(graph, sub_block, changed);
-    }
-    if (wantsExplicitPadding(node)) {
-      padExplicitly(graph, node);
-      changed = true;
-    }
-  }
-}
-
 } // namespace
 
 bool padDepthwiseExplicitly(GraphPtr& graph) {
   bool changed = false;
-  padIn(*graph, graph->block(), changed);
+  forEachNode(graph->block(), [&](Node* node) {
+    if (wantsExplicitPadding(node)) {
+      padExplicitly(*graph, node);
+      changed = true;
+    }
+  });
   return changed;
 }
 

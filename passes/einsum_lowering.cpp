@@ -30,6 +30,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -195,22 +196,11 @@ Value* lowered(Graph& graph, const MatmulForm& form, Value* a, Value* b) {
   return reordered(graph, product, computed, form.out.letters);
 }
 
-void collect(torch::jit::Block* block, std::vector<Node*>& einsums) {
-  for (Node* node : block->nodes()) {
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      collect(sub_block, einsums);
-    }
-    if (node->kind() == c10::aten::einsum) {
-      einsums.push_back(node);
-    }
-  }
-}
-
 } // namespace
 
 bool lowerEinsums(GraphPtr& graph) {
-  std::vector<Node*> einsums;
-  collect(graph->block(), einsums);
+  const std::vector<Node*> einsums =
+      nodesWhere(graph->block(), [](Node* node) { return node->kind() == c10::aten::einsum; });
   bool changed = false;
   for (Node* node : einsums) {
     if (!node->matches("aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> "

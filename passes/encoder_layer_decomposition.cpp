@@ -21,6 +21,7 @@
 #include <torch/csrc/jit/ir/named_value.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/rewrite_safety.h"
 
 namespace srt::passes {
@@ -196,24 +197,16 @@ void decompose(Graph& graph, Node* layer, const LayerConfig& config, bool may_be
 
 // The layers whose mask is None or may be: a layer always given a mask stays ATen's, and so does
 // the op a decomposition kept.
-void collectLayers(Block* block, std::vector<Node*>& layers) {
-  for (Node* node : block->nodes()) {
-    if (node->kind() == symbol("aten::_transformer_encoder_layer_fwd") &&
-        node->matches(kEncoderLayerSchema) && !node->hasAttribute(kKeptForAten) &&
-        !node->input(kMask)->type()->isSubtypeOf(*c10::TensorType::get())) {
-      layers.push_back(node);
-    }
-    for (Block* sub_block : node->blocks()) {
-      collectLayers(sub_block, layers);
-    }
-  }
+bool isDecomposable(Node* node) {
+  return node->kind() == symbol("aten::_transformer_encoder_layer_fwd") &&
+         node->matches(kEncoderLayerSchema) && !node->hasAttribute(kKeptForAten) &&
+         !node->input(kMask)->type()->isSubtypeOf(*c10::TensorType::get());
 }
 
 } // namespace
 
 bool decomposeEncoderLayers(GraphPtr& graph) {
-  std::vector<Node*> layers;
-  collectLayers(graph->block(), layers);
+  const std::vector<Node*> layers = nodesWhere(graph->block(), isDecomposable);
   const bool may_be_nested = mayCreateNestedTensors(graph->block());
   bool changed = false;
   for (Node* layer : layers) {

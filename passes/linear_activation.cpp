@@ -14,6 +14,7 @@
 
 #include "passes/fusion_patterns.h"
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -146,22 +147,12 @@ bool addmmAsLinear(Node* addmm) {
   return true;
 }
 
-void collectGemms(torch::jit::Block* block, std::vector<Node*>& gemms) {
-  for (Node* node : block->nodes()) {
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      collectGemms(sub_block, gemms);
-    }
-    if (node->kind() == c10::aten::matmul || node->kind() == c10::aten::addmm) {
-      gemms.push_back(node);
-    }
-  }
-}
-
 // Every such matmul / addmm becomes a linear (the same GEMM, its weight pre-packed the same way),
 // so the patterns below see one spelling.
 bool linearsFromMatmulAndAddmm(GraphPtr& graph) {
-  std::vector<Node*> gemms;
-  collectGemms(graph->block(), gemms);
+  const std::vector<Node*> gemms = nodesWhere(graph->block(), [](Node* node) {
+    return node->kind() == c10::aten::matmul || node->kind() == c10::aten::addmm;
+  });
   bool changed = false;
   for (Node* gemm : gemms) {
     changed =

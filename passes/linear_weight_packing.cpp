@@ -17,11 +17,11 @@
 
 #include "ops/gemm/packed_linear.h"
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
 
-using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
@@ -30,16 +30,9 @@ const c10::Symbol kFusedLinear = c10::Symbol::fromQualString("srt::fused_linear"
 // Its QKV projection's weight is an input like linear's weight ([3 * d_model, d_in]).
 const c10::Symbol kMultiHeadAttention = c10::Symbol::fromQualString("srt::multi_head_attention");
 
-void collectPackable(Block* block, std::vector<Node*>& nodes) {
-  for (Node* node : block->nodes()) {
-    if (node->kind() == kLinear || node->kind() == kFusedLinear ||
-        node->kind() == kMultiHeadAttention) {
-      nodes.push_back(node);
-    }
-    for (Block* nested : node->blocks()) {
-      collectPackable(nested, nodes);
-    }
-  }
+bool readsALinearWeight(Node* node) {
+  return node->kind() == kLinear || node->kind() == kFusedLinear ||
+         node->kind() == kMultiHeadAttention;
 }
 
 // The node's weight when it is a constant float32 matrix (and not already packed).
@@ -98,8 +91,7 @@ void replaceWithPacked(torch::jit::Graph& graph, Node* node,
 } // namespace
 
 bool packLinearWeights(GraphPtr& graph) {
-  std::vector<Node*> nodes;
-  collectPackable(graph->block(), nodes);
+  const std::vector<Node*> nodes = nodesWhere(graph->block(), readsALinearWeight);
   // Layers that share a weight (tied embeddings, a layer applied twice) share its packed copy.
   std::vector<std::pair<at::Tensor, c10::intrusive_ptr<ops::PackedLinearWeight>>> packed;
   bool changed = false;

@@ -12,6 +12,7 @@
 
 #include "ops/shapes/list_unpack.h"
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -48,30 +49,27 @@ struct Fusion {
   const char* family;
 };
 
-void collect(Block* block, std::vector<Fusion>& fusions) {
-  for (Node* node : block->nodes()) {
-    for (Block* sub_block : node->blocks()) {
-      collect(sub_block, fusions);
-    }
+std::vector<Fusion> fusibleUnpacks(Block* block) {
+  std::vector<Fusion> found;
+  forEachNode(block, [&](Node* node) {
     const char* family = unpackFamily(node);
     if (family == nullptr || node->output()->uses().size() != 1) {
-      continue;
+      return;
     }
     Node* unpack = node->output()->uses()[0].user;
     const size_t pieces = unpack->outputs().size();
-    if (unpack->kind() != c10::prim::ListUnpack || unpack->owningBlock() != block || pieces == 0 ||
-        pieces > ops::kMaxUnpackPieces) {
-      continue;
+    if (unpack->kind() == c10::prim::ListUnpack && unpack->owningBlock() == node->owningBlock() &&
+        pieces > 0 && pieces <= ops::kMaxUnpackPieces) {
+      found.push_back({node, unpack, family});
     }
-    fusions.push_back({node, unpack, family});
-  }
+  });
+  return found;
 }
 
 } // namespace
 
 bool fuseListUnpack(GraphPtr& graph) {
-  std::vector<Fusion> fusions;
-  collect(graph->block(), fusions);
+  const std::vector<Fusion> fusions = fusibleUnpacks(graph->block());
   for (const Fusion& fusion : fusions) {
     const size_t pieces = fusion.unpack->outputs().size();
     Node* fused =

@@ -35,13 +35,13 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/rewrite_safety.h"
 #include "passes/shape_facts.h"
 
 namespace srt::passes {
 namespace {
 
-using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
@@ -625,16 +625,9 @@ void rewrite(const MhaMatch& match, torch::jit::Graph& graph) {
   // The pattern's nodes are now read by nothing: dead-code elimination removes them.
 }
 
-void collectCandidates(Block* block, std::vector<Node*>& candidates) {
+bool isAttention(Node* node) {
   static const c10::Symbol attention = c10::Symbol::fromQualString("srt::attention");
-  for (Node* node : block->nodes()) {
-    if (node->kind() == attention) {
-      candidates.push_back(node);
-    }
-    for (Block* sub_block : node->blocks()) {
-      collectCandidates(sub_block, candidates);
-    }
-  }
+  return node->kind() == attention;
 }
 
 } // namespace
@@ -646,9 +639,7 @@ bool fuseMultiHeadAttention(GraphPtr& graph) {
   for (bool found = true; found;) {
     found = false;
     torch::jit::AliasDb alias_db(graph);
-    std::vector<Node*> candidates;
-    collectCandidates(graph->block(), candidates);
-    for (Node* candidate : candidates) {
+    for (Node* candidate : nodesWhere(graph->block(), isAttention)) {
       if (std::optional<MhaMatch> match = matchMultiHeadAttention(candidate, alias_db)) {
         rewrite(*match, *graph);
         torch::jit::EliminateDeadCode(graph);

@@ -35,6 +35,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/rewrite_safety.h"
 #include "passes/shape_facts.h"
 
@@ -404,15 +405,8 @@ void rewriteGuarded(const ModuleMatch& match, torch::jit::Graph& graph) {
   original->registerOutput(result);
 }
 
-void collectCandidates(Block* block, std::vector<Node*>& candidates) {
-  for (Node* node : block->nodes()) {
-    if (node->kind() == symbol("aten::_native_multi_head_attention")) {
-      candidates.push_back(node);
-    }
-    for (Block* sub_block : node->blocks()) {
-      collectCandidates(sub_block, candidates);
-    }
-  }
+bool isNativeMultiHeadAttention(Node* node) {
+  return node->kind() == symbol("aten::_native_multi_head_attention");
 }
 
 } // namespace
@@ -422,9 +416,7 @@ bool fuseMultiheadAttentionModules(GraphPtr& graph) {
   bool changed = false;
   for (bool found = true; found;) {
     found = false;
-    std::vector<Node*> candidates;
-    collectCandidates(graph->block(), candidates);
-    for (Node* candidate : candidates) {
+    for (Node* candidate : nodesWhere(graph->block(), isNativeMultiHeadAttention)) {
       if (std::optional<ModuleMatch> match = matchModule(candidate, may_be_nested)) {
         // (A guarded module's nodes are no longer top-level: it does not match again.)
         match->rank_guard ? rewriteGuarded(*match, *graph) : rewrite(*match, *graph);

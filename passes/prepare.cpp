@@ -3,6 +3,7 @@
 #include "passes/attribute_writes.h"
 #include "passes/describe_node.h"
 #include "passes/dtype_inference.h"
+#include "passes/graph_walk.h"
 
 #include <algorithm>
 #include <optional>
@@ -74,14 +75,10 @@ void removeInactiveDropout(torch::jit::Block* block) {
   static const std::unordered_set<std::string> kDropouts = {
       "dropout",       "dropout_",       "feature_dropout",       "feature_dropout_",
       "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_"};
-  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
-    torch::jit::Node* node = *it++;
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      removeInactiveDropout(sub_block);
-    }
+  forEachNode(block, [](torch::jit::Node* node) {
     if (!node->kind().is_aten() || kDropouts.count(node->kind().toUnqualString()) == 0 ||
         node->inputs().size() != 3 || node->outputs().size() != 1) {
-      continue;
+      return;
     }
     const c10::optional<double> probability = torch::jit::constant_as<double>(node->input(1));
     const c10::optional<bool> train = torch::jit::constant_as<bool>(node->input(2));
@@ -89,22 +86,18 @@ void removeInactiveDropout(torch::jit::Block* block) {
       node->output()->replaceAllUsesWith(node->input(0));
       node->destroy();
     }
-  }
+  });
 }
 
 // `x is None` / `x is not None` where the types settle it: a module's optional branch frozen to
 // one side leaves `if residual is not None:` (torchaudio's Conv-TasNet) or `if mask is not None:`
 // testing a value that is a Tensor by now, which ConstantPropagation does not fold (its operand
 // is no constant). Folded, the If goes and what it guarded runs at the top level.
-void foldNoneComparisons(torch::jit::Graph& graph, torch::jit::Block* block) {
-  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
-    torch::jit::Node* node = *it++;
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      foldNoneComparisons(graph, sub_block);
-    }
+void foldNoneComparisons(torch::jit::Graph& graph) {
+  forEachNode(graph.block(), [&](torch::jit::Node* node) {
     const bool is = node->kind() == c10::aten::__is__;
     if ((!is && node->kind() != c10::aten::__isnot__) || node->inputs().size() != 2) {
-      continue;
+      return;
     }
     const torch::jit::Value* a = node->input(0);
     const torch::jit::Value* b = node->input(1);
@@ -113,7 +106,7 @@ void foldNoneComparisons(torch::jit::Graph& graph, torch::jit::Block* block) {
       node->output()->replaceAllUsesWith(graph.insertConstant(!is));
       node->destroy();
     }
-  }
+  });
 }
 
 // The LibTorch passes that flatten a graph, in the order PyTorch's Static Runtime runs them:
@@ -125,7 +118,7 @@ std::shared_ptr<torch::jit::Graph> flatten(std::shared_ptr<torch::jit::Graph> gr
   graph = torch::jit::Canonicalize(graph);
   torch::jit::ConstantPropagation(graph);
   torch::jit::RemoveTensorMutation(graph, rewriteKeepsDtype);
-  foldNoneComparisons(*graph, graph->block());
+  foldNoneComparisons(*graph);
   torch::jit::ConstantPropagation(graph);
   // Eval-mode dropout is the identity; left in, its schema would tell AliasDb its output is a
   // fresh tensor when it is the input itself.

@@ -11,28 +11,15 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/rewrite_safety.h"
 #include "passes/shape_facts.h"
 
 namespace srt::passes {
-namespace {
-
-void collectDims(torch::jit::Block* block, std::vector<torch::jit::Node*>& dims) {
-  for (torch::jit::Node* node : block->nodes()) {
-    if (node->matches("aten::dim(Tensor self) -> int")) {
-      dims.push_back(node);
-    }
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      collectDims(sub_block, dims);
-    }
-  }
-}
-
-} // namespace
-
 bool foldKnownRanks(GraphPtr& graph) {
-  std::vector<torch::jit::Node*> dims;
-  collectDims(graph->block(), dims);
+  const std::vector<torch::jit::Node*> dims = nodesWhere(graph->block(), [](torch::jit::Node* node) {
+    return node->matches("aten::dim(Tensor self) -> int");
+  });
   bool changed = false;
   for (torch::jit::Node* dim : dims) {
     if (const std::optional<int64_t> rank = derivedRank(dim->input(0))) {

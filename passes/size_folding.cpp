@@ -19,27 +19,19 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 #include "passes/shape_facts.h"
 
 namespace srt::passes {
 namespace {
 
-void collectSizes(torch::jit::Block* block, std::vector<torch::jit::Node*>& sizes) {
-  for (torch::jit::Node* node : block->nodes()) {
-    if (node->matches("aten::size.int(Tensor self, int dim) -> int")) {
-      sizes.push_back(node);
-    }
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      collectSizes(sub_block, sizes);
-    }
-  }
-}
-
 } // namespace
 
 bool foldKnownSizes(GraphPtr& graph) {
-  std::vector<torch::jit::Node*> sizes;
-  collectSizes(graph->block(), sizes);
+  const std::vector<torch::jit::Node*> sizes =
+      nodesWhere(graph->block(), [](torch::jit::Node* node) {
+        return node->matches("aten::size.int(Tensor self, int dim) -> int");
+      });
   bool changed = false;
   for (torch::jit::Node* size : sizes) {
     const auto dim = torch::jit::constant_as<int64_t>(size->input(1));

@@ -18,6 +18,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -186,24 +187,11 @@ bool absorbInto(Node* gemm) {
   return true;
 }
 
-void collect(torch::jit::Block* block, std::vector<Node*>& gemms) {
-  for (Node* node : block->nodes()) {
-    for (torch::jit::Block* sub_block : node->blocks()) {
-      collect(sub_block, gemms);
-    }
-    if (isPlainGemm(node)) {
-      gemms.push_back(node);
-    }
-  }
-}
-
 } // namespace
 
 bool absorbTransposes(GraphPtr& graph) {
-  std::vector<Node*> gemms;
-  collect(graph->block(), gemms);
   bool changed = false;
-  for (Node* gemm : gemms) {
+  for (Node* gemm : nodesWhere(graph->block(), isPlainGemm)) {
     changed = absorbInto(gemm) || changed;
   }
   return changed;

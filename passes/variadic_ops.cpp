@@ -8,16 +8,17 @@
 // so no list is allocated and filled every run. Only when every user of the list is such a
 // cat/stack (common-subexpression elimination may have merged the lists of several): a list used
 // otherwise (appended to, returned, read again) must still exist.
+#include <algorithm>
 #include <optional>
 
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
 
-using torch::jit::Block;
 using torch::jit::Node;
 
 // The variadic operator replacing `node`, when it is a cat/stack reading a list as its first input.
@@ -34,30 +35,21 @@ std::optional<c10::Symbol> variadicKind(const torch::jit::Use& use) {
   return std::nullopt;
 }
 
-void collect(Block* block, std::vector<Node*>& lists) {
-  for (Node* node : block->nodes()) {
-    for (Block* sub_block : node->blocks()) {
-      collect(sub_block, lists);
-    }
-    if (node->kind() != c10::prim::ListConstruct || node->inputs().empty() ||
-        !node->output()->hasUses()) {
-      continue;
-    }
-    bool only_cat_stack = true;
-    for (const torch::jit::Use& use : node->output()->uses()) {
-      only_cat_stack = only_cat_stack && variadicKind(use).has_value();
-    }
-    if (only_cat_stack) {
-      lists.push_back(node);
-    }
+// A list of tensors read by cat and stack only.
+bool onlyConcatenated(Node* node) {
+  if (node->kind() != c10::prim::ListConstruct || node->inputs().empty() ||
+      !node->output()->hasUses()) {
+    return false;
   }
+  const auto& uses = node->output()->uses();
+  return std::all_of(uses.begin(), uses.end(),
+                     [](const torch::jit::Use& use) { return variadicKind(use).has_value(); });
 }
 
 } // namespace
 
 bool useVariadicCatStack(GraphPtr& graph) {
-  std::vector<Node*> lists;
-  collect(graph->block(), lists);
+  const std::vector<Node*> lists = nodesWhere(graph->block(), onlyConcatenated);
   for (Node* list : lists) {
     // Copied: replacing a user removes its use from the list's output.
     const std::vector<torch::jit::Use> uses = list->output()->uses();
