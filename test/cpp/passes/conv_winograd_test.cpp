@@ -129,8 +129,9 @@ TEST(ConvWinograd, DisabledPassesSwitchItOff) {
 }
 
 // Our kernels, each input twice and the first again after the others: images Winograd's weight
-// layout takes (NCHW and channels-last), images and a batch it does not (direct, on the weight
-// read back), and a strided input (the reference path).
+// layout takes (NCHW and channels-last), images it does not (direct, on the weight read back),
+// batches (one image at a time, each with its residual: oneDNN's Winograd for a batch reads
+// another weight layout), and a strided input (the reference path).
 TEST(ConvWinograd, KernelsMatchJit) {
   const at::Tensor wide = torch::randn({1, 64, 10, 18});
   expectMatchesJit(
@@ -139,6 +140,8 @@ TEST(ConvWinograd, KernelsMatchJit) {
        {{torch::randn({1, 64, 56, 48}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
        {{torch::randn({1, 64, 12, 12})}, {}},
        {{torch::randn({2, 64, 9, 13}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+       {{torch::randn({3, 64, 28, 20})}, {}},
+       {{torch::randn({8, 64, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
        {{wide.slice(3, 0, 18, 2)}, {}}},
       {}, 1e-4);
 }
