@@ -4,6 +4,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/containers/objects.h"
 #include "ops/core/registry.h"
 #include "passes/describe_node.h"
 #include "passes/prepare.h"
@@ -23,8 +24,8 @@ const std::unordered_map<c10::Symbol, const char*>& knownUnsupported() {
        "attribute)"},
       {c10::prim::SetAttr,
        "the model mutates its own attributes across runs; the runtime keeps such state only "
-       "for attributes of the module holding numbers, strings, None, tensors or lists and "
-       "tuples of them"},
+       "for attributes of the module holding numbers, strings, None, tensors or lists, "
+       "tuples and TorchScript class instances of them"},
       {c10::prim::fork, "asynchronous forks (torch.jit.fork) are not supported"},
       {c10::aten::wait, "asynchronous futures (torch.jit.wait) are not supported"},
   };
@@ -57,7 +58,7 @@ void collectUnsupported(const torch::jit::Block* block, std::ostringstream& repo
     }
     const auto known = knownUnsupported().find(node->kind());
     const char* reason = nullptr;
-    if (known != knownUnsupported().end()) {
+    if (known != knownUnsupported().end() && !ops::accessesAnObject(node)) {
       reason = known->second;
     } else if (!ops::Registry::global().knows(node)) {
       reason = "no kernel and no JIT operator implements it";

@@ -25,7 +25,8 @@ c10::IValue AttributeCell::get() const {
 void AttributeCell::set(c10::IValue value) {
   TORCH_CHECK(fitsAttributeCell(value), "static_runtime: a mutated module attribute holds ",
               value.tagKind(),
-              "; expected a bool, int, float, string, None, tensor, or a list or tuple of those");
+              "; expected a bool, int, float, string, None, tensor, or a list, tuple or TorchScript "
+              "class instance of those");
   c10::IValue copy = value.deepcopy();
   std::lock_guard<std::mutex> lock(mutex_);
   value_ = std::move(copy);
@@ -39,6 +40,14 @@ bool fitsAttributeCell(const c10::IValue& value) {
   if (value.isTuple()) {
     const auto& elements = value.toTupleRef().elements();
     return std::all_of(elements.begin(), elements.end(), fitsAttributeCell);
+  }
+  if (value.isObject()) { // a record of such values (a TorchScript class, not a module)
+    const c10::ivalue::Object& object = value.toObjectRef();
+    if (object.type()->is_module()) {
+      return false;
+    }
+    const auto& slots = object.slots();
+    return std::all_of(slots.begin(), slots.end(), fitsAttributeCell);
   }
   return value.isBool() || value.isInt() || value.isDouble() || value.isString() ||
          value.isNone() || value.isTensor();

@@ -116,5 +116,12 @@ SRT_REGISTER_KERNEL("aten::len", kNative, onDict([](ProcessedNode& p) {
 SRT_REGISTER_KERNEL("aten::__contains__", kNative, onDict([](ProcessedNode& p) {
                       p.output(0) = p.input(0).toGenericDict().contains(p.input(1));
                     }));
+// self.update(other): torchvision's detectors gather their losses with `losses.update(...)`.
+SRT_REGISTER_KERNEL("aten::update", kNative, onDict([](ProcessedNode& p) {
+                      c10::impl::GenericDict self = p.input(0).toGenericDict();
+                      for (const auto& entry : p.input(1).toGenericDict()) {
+                        self.insert_or_assign(entry.key(), entry.value());
+                      }
+                    }));
 
 } // namespace srt::ops

@@ -1,7 +1,9 @@
 // Numbers a model computes on the side: tensor sizes and metadata, int/float/bool arithmetic and
 // comparisons, casts between numbers and 0-dim tensors, and identity checks on optionals. Each
 // kernel does what the JIT's own operator (register_prim_ops.cpp) does, without its stack.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <ATen/ScalarOps.h>
 #include <ATen/autocast_mode.h>
@@ -118,6 +120,20 @@ SRT_REGISTER_KERNEL("prim::type", kNative,
                       p.output(0) = c10::DeviceTypeName(p.input(0).toDevice().type(),
                                                         /*lower_case=*/true);
                     }));
+// isinstance(x, (A, B)) on a value whose static type leaves it open (a Union, Any): the script
+// compiler decides the rest. torchvision's roi_align takes Union[Tensor, List[Tensor]] boxes.
+SRT_REGISTER_KERNEL("prim::isinstance", kNative,
+                    [](const torch::jit::Node* node,
+                       const KernelOptions&) -> std::optional<KernelFunction> {
+                      std::vector<c10::TypePtr> types = node->tys(c10::attr::types);
+                      return KernelFunction([types = std::move(types)](ProcessedNode& p) {
+                        const c10::TypePtr type = p.input(0).type();
+                        p.output(0) =
+                            std::any_of(types.begin(), types.end(), [&](const c10::TypePtr& t) {
+                              return type->isSubtypeOf(*t);
+                            });
+                      });
+                    });
 SRT_REGISTER_KERNEL("prim::layout", kNative,
                     always([](ProcessedNode& p) { p.output(0) = tensor(p).layout(); }));
 SRT_REGISTER_KERNEL("aten::is_floating_point", kNative,
@@ -256,6 +272,12 @@ SRT_REGISTER_KERNEL("aten::neg", kNative,
 SRT_REGISTER_KERNEL("aten::neg", kNative,
                     whenMatches("aten::neg.float(float a) -> float",
                                 [](ProcessedNode& p) { p.output(0) = -floatAt(p, 0); }));
+// A Scalar stays the number it was: torchvision's `-torch.log2(torch.tensor(scale)).item()`.
+SRT_REGISTER_KERNEL("aten::neg", kNative,
+                    whenMatches("aten::neg.Scalar(Scalar a) -> Scalar", [](ProcessedNode& p) {
+                      const c10::IValue& a = p.input(0);
+                      p.output(0) = a.isInt() ? c10::IValue(-a.toInt()) : c10::IValue(-a.toDouble());
+                    }));
 SRT_REGISTER_KERNEL("aten::sqrt", kNative,
                     whenMatches("aten::sqrt.int(int a) -> float", [](ProcessedNode& p) {
                       p.output(0) = std::sqrt(static_cast<double>(intAt(p, 0)));

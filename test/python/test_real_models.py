@@ -194,7 +194,11 @@ def test_real_model_in_bf16_matches_torchscript_within_its_rounding(name):
             with torch.no_grad():
                 torchscript = scripted(*args)
             actual = module(*args)
-            assert_close(torchscript, actual, bounds[index], f"{name} input set {index} call {repeat}")
+            where = f"{name} input set {index} call {repeat}"
+            if entry.selects_by_rank:
+                assert _same_structure(torchscript, actual), where
+            else:
+                assert_close(torchscript, actual, bounds[index], where)
     if entry.zero_fallbacks:
         assert not module.stats()["fallback_ops"]
     repacked = next(p for p in module.stats()["passes"] if p["name"] == "bf16_weights")
