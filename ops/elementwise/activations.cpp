@@ -41,11 +41,21 @@ struct GeluState final : NodeState {
 // What one element of gelu costs, in multiply-adds, for the thread cost model.
 constexpr int64_t kGeluMultiplyAdds = 16;
 
-// out = gelu(x) (erf, approximate="none") for a contiguous float32 x as ATen computes it: its
-// use_mkldnn path runs oneDNN's gelu primitive, so these are ATen's bits, 5x faster here than
-// the vectorized loops' Sleef erf (a 512 x 3199 activation: 5.7 -> 1.1 ms).
+// out = gelu(x) (erf, approximate="none") for a dense float32 x, in memory order into an output
+// laid out as x. For a contiguous x this is what ATen computes: its use_mkldnn path runs oneDNN's
+// gelu primitive, so these are ATen's bits, 5x faster here than the vectorized loops' Sleef erf
+// (a 512 x 3199 activation: 5.7 -> 1.1 ms). A channels-last x (a 1-D convolution's output, as
+// wav2vec2's feature extractor keeps them) takes the same primitive, where ATen would use its
+// own erf: the results differ from ATen's by rounding only.
 void oneDnnGelu(ProcessedNode& p, const at::Tensor& x) {
-  at::Tensor& out = contiguousOutput(p, 0, x.sizes(), x.options());
+  at::Tensor* out_ptr = nullptr;
+  if (x.is_contiguous()) {
+    out_ptr = &contiguousOutput(p, 0, x.sizes(), x.options());
+  } else {
+    out_ptr = &outputTensorLike(p, 0, x);
+    resizePreservingLayout(*out_ptr, x);
+  }
+  at::Tensor& out = *out_ptr;
   const OneDnnThreads threads(x.numel() * kGeluMultiplyAdds);
   auto& state = p.state<GeluState>();
   if (state.numel != x.numel() || state.threads != threads.count()) {
@@ -72,8 +82,9 @@ void gelu(ProcessedNode& p) {
   const at::Tensor& x = p.input(0).toTensor();
   const std::string& approximate = p.input(1).toStringRef();
   // ATen's own choice (use_mkldnn in its Activation.cpp): oneDNN for contiguous float32 of more
-  // than one element while mkldnn is enabled; a single element goes to its scalar loop.
-  if (approximate == "none" && isContiguousFloat(x) && x.numel() > 1 &&
+  // than one element while mkldnn is enabled; a single element goes to its scalar loop. Ours
+  // also for dense float32 in another order (oneDnnGelu).
+  if (approximate == "none" && isDenseFloat(x) && x.numel() > 1 &&
       at::globalContext().userEnabledMkldnn()) {
     oneDnnGelu(p, x);
     return;

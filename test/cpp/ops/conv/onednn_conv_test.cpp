@@ -88,6 +88,29 @@ def forward(self, x):
   }
 }
 
+// One input channel: a tensor contiguous both ways is read as its strides suggest: channels
+// last where it was made so (the channels_last pass's conversion of wav2vec2's waveform),
+// contiguous as given (a grayscale image). Either way the caller gets ATen's values and layout.
+TEST(Conv2dOneDnn, OneChannelInputInEitherLayoutMatchesAten) {
+  const torch::jit::Module module =
+      convModule({{"weight", torch::randn({32, 1, 1, 10})}}, R"JIT(
+def forward(self, x):
+    return torch.conv2d(x, self.weight, None, [1, 5])
+)JIT");
+  StaticModule prepared(module);
+  const at::Tensor waveform = torch::randn({2, 1, 1, 400});
+  for (const at::MemoryFormat format :
+       {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+    const at::Tensor x = waveform.contiguous(format);
+    const at::Tensor expected = at::conv2d(x, module.attr("weight").toTensor(), {}, {1, 5});
+    for (int run = 0; run < 2; ++run) {
+      const at::Tensor y = prepared({x}).toTensor();
+      EXPECT_EQ(y.suggest_memory_format(), expected.suggest_memory_format());
+      EXPECT_TRUE(torch::allclose(y, expected, 1e-4, 1e-4));
+    }
+  }
+}
+
 TEST(Conv2dOneDnn, BadInputsAreAtenErrorsAndTheRuntimeRecovers) {
   const torch::jit::Module module =
       convModule({{"weight", torch::randn({kChannels, 8, 3, 3})}}, R"JIT(
