@@ -11,8 +11,7 @@ namespace srt::passes {
 // a node's blocks before the node itself. The next node is read before visit runs, so visit may
 // replace or destroy the node it is given and insert nodes before it (those are not visited);
 // it must not destroy any other node.
-template <typename Visit>
-void forEachNode(torch::jit::Block* block, const Visit& visit) {
+template <typename Visit> void forEachNode(torch::jit::Block* block, const Visit& visit) {
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     torch::jit::Node* node = *it++;
     for (torch::jit::Block* sub_block : node->blocks()) {

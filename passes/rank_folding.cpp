@@ -17,9 +17,10 @@
 
 namespace srt::passes {
 bool foldKnownRanks(GraphPtr& graph) {
-  const std::vector<torch::jit::Node*> dims = nodesWhere(graph->block(), [](torch::jit::Node* node) {
-    return node->matches("aten::dim(Tensor self) -> int");
-  });
+  const std::vector<torch::jit::Node*> dims =
+      nodesWhere(graph->block(), [](torch::jit::Node* node) {
+        return node->matches("aten::dim(Tensor self) -> int");
+      });
   bool changed = false;
   for (torch::jit::Node* dim : dims) {
     if (const std::optional<int64_t> rank = derivedRank(dim->input(0))) {

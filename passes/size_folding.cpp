@@ -23,9 +23,7 @@
 #include "passes/shape_facts.h"
 
 namespace srt::passes {
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 bool foldKnownSizes(GraphPtr& graph) {
   const std::vector<torch::jit::Node*> sizes =

@@ -23,10 +23,11 @@ c10::IValue AttributeCell::get() const {
 }
 
 void AttributeCell::set(c10::IValue value) {
-  TORCH_CHECK(fitsAttributeCell(value), "static_runtime: a mutated module attribute holds ",
-              value.tagKind(),
-              "; expected a bool, int, float, string, None, tensor, or a list, tuple or TorchScript "
-              "class instance of those");
+  TORCH_CHECK(
+      fitsAttributeCell(value), "static_runtime: a mutated module attribute holds ",
+      value.tagKind(),
+      "; expected a bool, int, float, string, None, tensor, or a list, tuple or TorchScript "
+      "class instance of those");
   c10::IValue copy = value.deepcopy();
   std::lock_guard<std::mutex> lock(mutex_);
   value_ = std::move(copy);

@@ -46,9 +46,8 @@ std::optional<KernelFunction> getAttribute(const Node* node, const KernelOptions
   if (!slot) {
     return std::nullopt;
   }
-  return KernelFunction([slot = *slot](ProcessedNode& p) {
-    p.output(0) = p.input(0).toObjectRef().getSlot(slot);
-  });
+  return KernelFunction(
+      [slot = *slot](ProcessedNode& p) { p.output(0) = p.input(0).toObjectRef().getSlot(slot); });
 }
 
 std::optional<KernelFunction> setAttribute(const Node* node, const KernelOptions&) {
@@ -56,9 +55,8 @@ std::optional<KernelFunction> setAttribute(const Node* node, const KernelOptions
   if (!slot) {
     return std::nullopt;
   }
-  return KernelFunction([slot = *slot](ProcessedNode& p) {
-    p.input(0).toObjectRef().setSlot(slot, p.input(1));
-  });
+  return KernelFunction(
+      [slot = *slot](ProcessedNode& p) { p.input(0).toObjectRef().setSlot(slot, p.input(1)); });
 }
 
 } // namespace

@@ -276,7 +276,8 @@ SRT_REGISTER_KERNEL("aten::neg", kNative,
 SRT_REGISTER_KERNEL("aten::neg", kNative,
                     whenMatches("aten::neg.Scalar(Scalar a) -> Scalar", [](ProcessedNode& p) {
                       const c10::IValue& a = p.input(0);
-                      p.output(0) = a.isInt() ? c10::IValue(-a.toInt()) : c10::IValue(-a.toDouble());
+                      p.output(0) =
+                          a.isInt() ? c10::IValue(-a.toInt()) : c10::IValue(-a.toDouble());
                     }));
 SRT_REGISTER_KERNEL("aten::sqrt", kNative,
                     whenMatches("aten::sqrt.int(int a) -> float", [](ProcessedNode& p) {

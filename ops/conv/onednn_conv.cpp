@@ -1090,10 +1090,9 @@ void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char*
 // batch 8 and 2 threads spent a quarter of its time there). Pieces apply theirs to their slabs.
 void applyTrailing(vec::UnaryOp activation, float* out, int64_t floats) {
   constexpr int64_t kGrain = 32768;
-  splitIfWorthIt(floats, kGrain, static_cast<double>(floats) * kNanosecondsPerElement,
-                 [&](int64_t begin, int64_t end) {
-                   vec::mapFast(activation, out + begin, end - begin);
-                 });
+  splitIfWorthIt(
+      floats, kGrain, static_cast<double>(floats) * kNanosecondsPerElement,
+      [&](int64_t begin, int64_t end) { vec::mapFast(activation, out + begin, end - begin); });
 }
 
 // run() of every piece of `state`, spread over `workers`.
@@ -1173,8 +1172,8 @@ public:
     // suggest: channels last where the channels_last pass made it so (wav2vec2's waveform, one
     // channel, whose 512-channel output then stays channels last instead of being transposed
     // back: 4.1 -> 1.5 ms), contiguous as given (a grayscale NCHW image).
-    key.channels_last = !src_blocked && (!x.is_contiguous() ||
-                                         x.suggest_memory_format() == channels_last_format);
+    key.channels_last =
+        !src_blocked && (!x.is_contiguous() || x.suggest_memory_format() == channels_last_format);
     key.plain_into_channels_last = output_ == ConvOutputLayout::kChannelsLast && !key.channels_last;
     const bool out_channels_last =
         !dst_blocked && (key.channels_last || key.plain_into_channels_last);

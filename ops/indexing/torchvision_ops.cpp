@@ -28,12 +28,11 @@ KernelFactory torchvisionKernel(const char* name, const char* schema, Call call)
   };
 }
 
-template <typename Signature>
-using TypedOp = c10::TypedOperatorHandle<Signature>;
+template <typename Signature> using TypedOp = c10::TypedOperatorHandle<Signature>;
 
 using NmsSignature = at::Tensor(const at::Tensor&, const at::Tensor&, double);
-using RoiAlignSignature =
-    at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, int64_t, int64_t, bool);
+using RoiAlignSignature = at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, int64_t,
+                                     int64_t, bool);
 
 } // namespace
 

@@ -92,8 +92,7 @@ def forward(self, x):
 // last where it was made so (the channels_last pass's conversion of wav2vec2's waveform),
 // contiguous as given (a grayscale image). Either way the caller gets ATen's values and layout.
 TEST(Conv2dOneDnn, OneChannelInputInEitherLayoutMatchesAten) {
-  const torch::jit::Module module =
-      convModule({{"weight", torch::randn({32, 1, 1, 10})}}, R"JIT(
+  const torch::jit::Module module = convModule({{"weight", torch::randn({32, 1, 1, 10})}}, R"JIT(
 def forward(self, x):
     return torch.conv2d(x, self.weight, None, [1, 5])
 )JIT");
