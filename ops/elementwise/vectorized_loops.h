@@ -93,11 +93,12 @@ void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Par
 void map(TernaryOp op, const float* x, const float* y, const float* z, float* out, int64_t n,
          WorkerPool* workers = nullptr);
 
-// In place over n contiguous floats, on the caller's thread: sigmoid or silu (x * sigmoid) with
-// fastSigmoid (ops/elementwise/cpu/polynomial_exp.h), within 2e-7 of ATen's and about three
-// times as fast, on the widest capability. For epilogues that owe ATen no bits: a convolution's
-// activation, where oneDNN's post-op for it is slower still. Other ops (without parameters):
-// as map().
+// In place over n contiguous floats, on the caller's thread: sigmoid, silu (x * sigmoid), tanh
+// and gelu with the fast formulas (ops/elementwise/cpu/polynomial_exp.h: fastSigmoid within 2e-7
+// of ATen's and about three times as fast), on the widest capability. For epilogues that owe
+// ATen no bits. Other ops (without parameters): as map(). hasFastFormula: the ops a
+// convolution's epilogue applies this way rather than as oneDNN's post-op (sigmoid and silu,
+// where the post-op measured slower).
 bool hasFastFormula(UnaryOp op);
 void mapFast(UnaryOp op, float* x, int64_t n);
 

@@ -16,6 +16,7 @@
 #include "ops/core/parallelism.h"
 #include "ops/core/processed_node.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/gemm/blocked_gemm.h"
 #include "ops/gemm/threads.h"
 
 namespace srt::ops {
@@ -86,6 +87,10 @@ struct OneDnnPackedWeight {
   // [N, K] contiguous, so each output of each row is one vec::dot. oneDNN pads N to its 16- or
   // 64-wide blocks there: DeepAndWide's final [64, 51] x [51, 1] took 2.3 us through it.
   at::Tensor output_rows;
+  // float32 blocks of kBlockedGemmWidth columns (row_blocks) that ops/gemm/blocked_gemm.h
+  // multiplies in place of oneDNN's matmul for 2 to kBlockedGemmMaxRows rows; not where padding
+  // the last block adds over a quarter of the columns' work (oneDNN's kernel skips the padding).
+  bool blocked_gemm = false;
 };
 
 namespace {
@@ -141,6 +146,9 @@ std::shared_ptr<const PackedWeight> packWeight(const at::Tensor& weight,
   const std::optional<ColumnBlocks> blocks = columnBlocks(packed->desc);
   if (blocks && rowMajorBlocks(packed->desc, *blocks)) {
     packed->row_blocks = blocks;
+    const int64_t padded_n = (n + kBlockedGemmWidth - 1) / kBlockedGemmWidth * kBlockedGemmWidth;
+    packed->blocked_gemm =
+        blocks->width == kBlockedGemmWidth && 4 * padded_n <= 5 * n && blockedGemmRuns();
   }
   if (k * n <= kRowProductMaxFloats) {
     const int64_t ld = (n + vec::kRowTimesMatrixAlignment - 1) / vec::kRowTimesMatrixAlignment *
@@ -254,6 +262,8 @@ struct OneDnnGemmState final : NodeState {
   size_t scratchpad_offset = 0, scratchpad_bytes = 0, scratch_bytes = 0;
   memory src_user, src, weights, bias, dst, scratchpad;
   dnnl::stream stream;
+  // Set when the weight runs on ops/gemm/blocked_gemm.h instead of `primitive` (no scratch).
+  const PackedWeight* blocked = nullptr;
   // Split over the runtime's own workers: one state per slice of the output's columns, each
   // from `first_column`, its scratch at `scratch_offset` of the node's.
   std::vector<OneDnnGemmState> pieces;
@@ -399,6 +409,23 @@ void buildPieces(OneDnnGemmState& state, const PrimitiveKey& key, const PackedWe
   state.supported = true;
 }
 
+// out[m, n] = a[m, k] @ weight (+ bias), rows dense, on ops/gemm/blocked_gemm.h.
+BlockedGemm blockedGemmOf(const PackedWeight& weight, const float* a, int64_t m, const float* bias,
+                          float* out) {
+  BlockedGemm gemm;
+  gemm.a = a;
+  gemm.lda = weight.k;
+  gemm.m = m;
+  gemm.w = static_cast<const float*>(weight.storage.data_ptr());
+  gemm.k = weight.k;
+  gemm.n = weight.n;
+  gemm.block_stride = weight.row_blocks->stride;
+  gemm.bias = bias;
+  gemm.out = out;
+  gemm.ldo = weight.n;
+  return gemm;
+}
+
 // The C call takes the arguments as an array: the C++ one wants an unordered_map per call.
 void executePrimitive(const dnnl::primitive& primitive, dnnl::stream& stream,
                       const dnnl_exec_arg_t* args, int num_args) {
@@ -409,6 +436,13 @@ void executePrimitive(const dnnl::primitive& primitive, dnnl::stream& stream,
 // `scratch`: state.scratch_bytes bytes, or nullptr to take them from the node's scratch.
 void execute(OneDnnGemmState& state, ProcessedNode& p, const void* a, const void* bias, void* out,
              void* scratch = nullptr) {
+  if (state.blocked != nullptr) {
+    const PackedWeight& weight = *state.blocked;
+    runBlockedGemm(blockedGemmOf(weight, static_cast<const float*>(a), state.key.m,
+                                 static_cast<const float*>(bias), static_cast<float*>(out)),
+                   p.workers());
+    return;
+  }
   if (scratch == nullptr && state.scratch_bytes > 0) {
     scratch = p.scratch(state.scratch_bytes);
   }
@@ -530,6 +564,25 @@ bool runDenseLinear(ProcessedNode& p, const at::Tensor& x, const PackedWeight& p
     }
     return true;
   }
+  if (packed.blocked_gemm && m <= kBlockedGemmMaxRows) {
+    at::Tensor& out = outputTensorLike(p, 0, x);
+    at::native::resize_(out, out_sizes);
+    BlockedGemm gemm =
+        blockedGemmOf(packed, static_cast<const float*>(x.data_ptr()), m,
+                      bias == nullptr ? nullptr : static_cast<const float*>(bias->data_ptr()),
+                      static_cast<float*>(out.data_ptr()));
+    BlockedGemmEpilogue& fused = gemm.epilogue;
+    fused.activate = run_epilogue.activation != Activation::kNone;
+    fused.activation = fused.activate ? formulaOf(run_epilogue.activation) : fused.activation;
+    if (residual != nullptr) {
+      fused.residual = static_cast<const float*>(residual->data_ptr());
+      fused.residual_ld = packed.n;
+      fused.alpha = static_cast<float>(run_epilogue.alpha);
+      fused.residual_first = run_epilogue.residual_first;
+    }
+    runBlockedGemm(gemm, p.workers());
+    return true;
+  }
   const PostOps post_ops = postOpsFor(run_epilogue);
   WorkerPool* workers = p.workers();
   const int pieces = workers != nullptr ? columnPiecesFor(packed, m, *workers) : 0;
@@ -640,7 +693,15 @@ std::optional<size_t> prepareState(OneDnnGemmState& state, const OneDnnPackedWei
                                    int64_t m, bool has_bias, const OneDnnThreads& threads) {
   const PrimitiveKey key{
       m, threads.count(), 0, 1.0, 0.0, has_bias ? AddendMode::kBias : AddendMode::kNone, PostOps{}};
-  if (!state.built || !(state.key == key)) {
+  if (weight.blocked_gemm && m >= 2 && m <= kBlockedGemmMaxRows) {
+    state.key = key;
+    state.built = state.supported = true;
+    state.blocked = &weight;
+    state.scratch_bytes = 0;
+    return size_t{0};
+  }
+  if (!state.built || !(state.key == key) || state.blocked != nullptr) {
+    state.blocked = nullptr;
     build(state, key, weight);
   }
   if (!state.supported) {

@@ -21,15 +21,7 @@ void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params)
 }
 
 void fastUnaryLoop(UnaryOp op, float* x, int64_t n) {
-  switch (op) {
-  case UnaryOp::kSigmoid:
-    return applyFormula(x, n, fastSigmoid, x);
-  case UnaryOp::kSilu:
-    return applyFormula(
-        x, n, [](Vec v) { return v * fastSigmoid(v); }, x);
-  default:
-    return unaryLoop(op, x, x, n, {});
-  }
+  visitFastFormula(op, [&](const auto& f) { applyFormula(x, n, f, x); });
 }
 
 void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params) {

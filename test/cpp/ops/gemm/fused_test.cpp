@@ -37,7 +37,8 @@ std::shared_ptr<torch::jit::Graph> withConstantWeights(const std::string& ir, in
 
 // StaticModule on every backend against the JIT on the same graph, each set run twice.
 void expectEveryBackendMatchesJit(const std::shared_ptr<torch::jit::Graph>& graph,
-                                  const std::vector<GraphInputs>& input_sets) {
+                                  const std::vector<GraphInputs>& input_sets,
+                                  double tolerance = 1e-5) {
   for (GemmBackend backend : kBackends) {
     SCOPED_TRACE(std::string("gemm_backend=") + toString(backend));
     StaticModuleOptions options;
@@ -48,7 +49,8 @@ void expectEveryBackendMatchesJit(const std::shared_ptr<torch::jit::Graph>& grap
       const c10::IValue expected = runWithJit(graph, input_sets[set]).at(0);
       for (int run = 0; run < 2; ++run) {
         const c10::IValue actual = module(input_sets[set]);
-        EXPECT_EQ(compareIValues(expected, actual), "") << "input set " << set << ", run " << run;
+        EXPECT_EQ(compareIValues(expected, actual, tolerance), "")
+            << "input set " << set << ", run " << run;
       }
     }
   }
@@ -145,6 +147,41 @@ TEST(FusedGemm, LargeWeightWithResiduals) {
       {{torch::randn({1, 40}), torch::randn({1, 1000}), torch::randn({1000})},
        {torch::randn({1, 1, 40}), torch::randn({1, 1, 1000}), torch::randn({1, 1000})},
        {torch::randn({2, 40}), torch::randn({2, 1000}), torch::randn({1000})}});
+}
+
+// 2 to 128 rows on AVX-512 run ops/gemm/blocked_gemm.h on oneDNN's packed weight: 49 rows
+// (tiles of 6 and 5), 122, 3 (one tile), 300 features (three depth blocks, the last not a
+// multiple of 16), 1000 outputs (a partial last column block), and at 2 threads, split by column
+// blocks (1000 outputs) or by rows (64 outputs: one block), on either kind of thread; 200 rows
+// run oneDNN's kernel on the same weight.
+// Sums of 300 products are summed in another order than ATen's: a wider tolerance.
+TEST(FusedGemm, BlockedKernelTilesAndThreads) {
+  constexpr double kTolerance = 1e-4;
+  for (const auto& [outputs, features] : {std::pair<int64_t, int64_t>{1000, 300}, {64, 40}}) {
+    SCOPED_TRACE(outputs);
+    const auto graph = withConstantWeights(kResiduals, outputs, features);
+    const std::vector<GraphInputs> inputs = {
+        {torch::randn({49, features}), torch::randn({49, outputs}), torch::randn({outputs})},
+        {torch::randn({2, 61, features}), torch::randn({2, 61, outputs}), torch::randn({outputs})},
+        {torch::randn({200, features}), torch::randn({200, outputs}), torch::randn({outputs})},
+        {torch::randn({3, features}), torch::randn({3, outputs}), torch::randn({1, outputs})}};
+    expectEveryBackendMatchesJit(graph, inputs, kTolerance);
+    StaticModule module(graph);
+    for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
+      RuntimeOptions options;
+      options.intra_op_threads = 2;
+      options.workers = workers;
+      StaticRuntime runtime(module, options);
+      for (size_t set = 0; set < inputs.size(); ++set) {
+        const c10::IValue expected = runWithJit(graph, inputs[set]).at(0);
+        for (int run = 0; run < 2; ++run) {
+          EXPECT_EQ(compareIValues(expected, runtime(inputs[set]), kTolerance), "")
+              << "input set " << set << ", run " << run << ", own workers "
+              << (workers == IntraOpWorkers::kOwn);
+        }
+      }
+    }
+  }
 }
 
 TEST(FusedGemm, FewOutputsWithResiduals) {

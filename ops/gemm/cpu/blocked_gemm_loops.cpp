@@ -1,0 +1,189 @@
+// ops/gemm/blocked_gemm.h's kernel. Written for AVX-512 alone: cmake/CpuKernels.cmake builds this
+// file once per capability, and the other builds are empty (blockedGemmRuns() is false there).
+#include <algorithm>
+#include <cstdint>
+
+#include "ops/elementwise/cpu/polynomial_exp.h"
+#include "ops/gemm/blocked_gemm.h"
+
+#if defined(CPU_CAPABILITY_AVX512)
+#include <immintrin.h>
+
+namespace srt::ops::gemm_loops {
+inline namespace CPU_CAPABILITY {
+
+namespace {
+
+using vec::Vec;
+
+constexpr int kVectors = 4; // one column block: 4 x 16 floats
+static_assert(kBlockedGemmWidth == kVectors * 16);
+// Weight rows per pass of a tile: one 64-column block of 128 rows is 32 KB, which stays in L1
+// (48 KB) while every tile of the rows multiplies it.
+constexpr int64_t kDepthBlock = 128;
+// Lanes of vector `v` that hold one of the block's `columns` valid columns.
+inline __mmask16 laneMask(int64_t columns, int v) {
+  const int64_t count = std::clamp<int64_t>(columns - 16 * v, 0, 16);
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// One tile: rows [0, R) of `a` times depth rows [0, depth) of one column block `b` ([depth, 64]),
+// added to the sums already in `out` unless `first`, stored through the epilogue when `last`.
+struct Tile {
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t depth;
+  float* out;
+  int64_t ldo;
+  __mmask16 masks[kVectors];
+  bool first;
+  bool last;
+  const float* bias;     // the block's first column, or nullptr
+  const float* residual; // the tile's first element, or nullptr
+  // Lines of the next weight block to bring into cache while this tile runs (one per k step).
+  const char* prefetch;
+  int64_t prefetch_lines;
+};
+
+template <int R, typename Activation>
+__attribute__((always_inline)) inline void
+multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activation& activation) {
+  __m512 sums[R][kVectors];
+  for (int v = 0; v < kVectors; ++v) {
+    const __m512 start = t.first && t.bias != nullptr
+                             ? _mm512_maskz_loadu_ps(t.masks[v], t.bias + 16 * v)
+                             : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      sums[r][v] = t.first ? start : _mm512_maskz_loadu_ps(t.masks[v], t.out + r * t.ldo + 16 * v);
+    }
+  }
+  for (int64_t i = 0; i < t.depth; ++i) {
+    if (i < t.prefetch_lines) {
+      _mm_prefetch(t.prefetch + 64 * i, _MM_HINT_T1);
+    }
+    __m512 weights[kVectors];
+    for (int v = 0; v < kVectors; ++v) {
+      weights[v] = _mm512_loadu_ps(t.b + i * kBlockedGemmWidth + 16 * v);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(t.a[r * t.lda + i]);
+      for (int v = 0; v < kVectors; ++v) {
+        sums[r][v] = _mm512_fmadd_ps(x, weights[v], sums[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < kVectors; ++v) {
+      __m512 y = sums[r][v];
+      if (t.last) {
+        y = activation(Vec(y));
+        if (t.residual != nullptr) {
+          const __m512 residual =
+              _mm512_maskz_loadu_ps(t.masks[v], t.residual + r * epilogue.residual_ld + 16 * v);
+          const __m512 alpha = _mm512_set1_ps(epilogue.alpha);
+          y = epilogue.residual_first ? _mm512_fmadd_ps(alpha, y, residual)
+                                      : _mm512_fmadd_ps(alpha, residual, y);
+        }
+      }
+      _mm512_mask_storeu_ps(t.out + r * t.ldo + 16 * v, t.masks[v], y);
+    }
+  }
+}
+
+template <typename Activation>
+void multiplyTileOfRows(int rows, const Tile& t, const BlockedGemmEpilogue& epilogue,
+                        const Activation& activation) {
+  switch (rows) {
+  case 1:
+    return multiplyTile<1>(t, epilogue, activation);
+  case 2:
+    return multiplyTile<2>(t, epilogue, activation);
+  case 3:
+    return multiplyTile<3>(t, epilogue, activation);
+  case 4:
+    return multiplyTile<4>(t, epilogue, activation);
+  case 5:
+    return multiplyTile<5>(t, epilogue, activation);
+  default:
+    return multiplyTile<6>(t, epilogue, activation);
+  }
+}
+
+// Rows [row_begin, row_end) x column blocks [block_begin, block_end): each column block front to
+// back in depth blocks, each depth block multiplied by every tile of the rows (their slice of
+// `a`, at most kBlockedGemmMaxRows x kDepthBlock floats, stays in L2). The weight is read once,
+// in memory order, and each tile prefetches its share of the next depth block.
+template <typename Activation>
+void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, int64_t block_begin,
+                    int64_t block_end, const Activation& activation) {
+  const BlockedGemmEpilogue& epilogue = g.epilogue;
+  const int64_t rows = row_end - row_begin;
+  // Tiles as even as kBlockedGemmTileRows allows (49 rows: 4 x 6 + 5 x 5).
+  const int64_t tiles = (rows + kBlockedGemmTileRows - 1) / kBlockedGemmTileRows;
+  for (int64_t block = block_begin; block < block_end; ++block) {
+    const int64_t column = block * kBlockedGemmWidth;
+    const int64_t columns = std::min(kBlockedGemmWidth, g.n - column);
+    const float* block_weight = g.w + block * g.block_stride;
+    for (int64_t i0 = 0; i0 < g.k; i0 += kDepthBlock) {
+      const int64_t depth = std::min(kDepthBlock, g.k - i0);
+      const bool last = i0 + depth >= g.k;
+      // The next depth block: this column block's, else the next column block's first.
+      const float* next = nullptr;
+      int64_t next_depth = 0;
+      if (!last) {
+        next = block_weight + (i0 + depth) * kBlockedGemmWidth;
+        next_depth = std::min(kDepthBlock, g.k - i0 - depth);
+      } else if (block + 1 < block_end) {
+        next = block_weight + g.block_stride;
+        next_depth = std::min(kDepthBlock, g.k);
+      }
+      const int64_t lines = next_depth * kBlockedGemmWidth * sizeof(float) / 64;
+      const int64_t lines_per_tile = (lines + tiles - 1) / tiles;
+      Tile t{};
+      t.lda = g.lda;
+      t.b = block_weight + i0 * kBlockedGemmWidth;
+      t.depth = depth;
+      t.ldo = g.ldo;
+      for (int v = 0; v < kVectors; ++v) {
+        t.masks[v] = laneMask(columns, v);
+      }
+      t.first = i0 == 0;
+      t.last = last;
+      t.bias = g.bias == nullptr ? nullptr : g.bias + column;
+      int64_t row = row_begin;
+      for (int64_t tile = 0; tile < tiles; ++tile) {
+        const int64_t tile_rows = rows / tiles + (tile < rows % tiles ? 1 : 0);
+        t.a = g.a + row * g.lda + i0;
+        t.out = g.out + row * g.ldo + column;
+        t.residual = epilogue.residual == nullptr
+                         ? nullptr
+                         : epilogue.residual + row * epilogue.residual_ld + column;
+        const int64_t first_line = std::min(lines, tile * lines_per_tile);
+        t.prefetch = reinterpret_cast<const char*>(next) + 64 * first_line;
+        t.prefetch_lines = std::min(lines_per_tile, lines - first_line);
+        multiplyTileOfRows(static_cast<int>(tile_rows), t, epilogue, activation);
+        row += tile_rows;
+      }
+    }
+  }
+}
+
+} // namespace
+
+void blockedGemmLoop(const BlockedGemm& g, int64_t row_begin, int64_t row_end, int64_t block_begin,
+                     int64_t block_end) {
+  if (!g.epilogue.activate) {
+    multiplyBlocks(g, row_begin, row_end, block_begin, block_end, [](Vec v) { return v; });
+    return;
+  }
+  // The fast formulas: the epilogue owes ATen no bits, its sums are in another order already.
+  vec::visitFastFormula(g.epilogue.activation, [&](const auto& formula) {
+    multiplyBlocks(g, row_begin, row_end, block_begin, block_end, formula);
+  });
+}
+
+} // namespace CPU_CAPABILITY
+} // namespace srt::ops::gemm_loops
+
+#endif // CPU_CAPABILITY_AVX512
