@@ -949,9 +949,12 @@ std::shared_ptr<const OneDnnConvWeight> outputChannelSlice(const OneDnnConvWeigh
 // threads).
 int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_adds,
               const WorkerPool& workers) {
-  // Winograd's weight layout is chosen for the whole image: pieces would repack it for the
-  // direct algorithm, slower than Winograd on two threads of OpenMP's.
-  if (w.algorithm != ConvAlgorithm::kDirect || w.arguments.transposed ||
+  // Winograd's weight layout is chosen for one whole image: pieces of an image would repack it
+  // for the direct algorithm, slower than Winograd on two threads of OpenMP's. Whole images
+  // split over the workers read it as it is (buildBlockedPieces).
+  const bool winograd_images =
+      w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked && key.batch >= workers.threads();
+  if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_images) || w.arguments.transposed ||
       !(key.channels_last || key.dst_blocked) || w.multiply != kF32 ||
       !worthSplittingOver(workers,
                           static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
@@ -1058,8 +1061,17 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
         piece.src_offset = static_cast<size_t>(begin) * whole.src[2] * whole.src[3] * sizeof(float);
       }
     }
-    build(piece.state, shape, *weight, epilogue, ActivationLayout::kLibraryChoice,
-          WeightCopy::kShared);
+    if (weight->algorithm == ConvAlgorithm::kWinograd) {
+      // Its images one after the other on a primitive for one (see build for a key).
+      const int64_t images = shape.dst[0];
+      shape.src[0] = shape.dst[0] = 1;
+      build(piece.state, shape, *weight, epilogue, ActivationLayout::kLibraryChoice,
+            WeightCopy::kShared, DirectFallback::kRefused);
+      piece.state.images = images;
+    } else {
+      build(piece.state, shape, *weight, epilogue, ActivationLayout::kLibraryChoice,
+            WeightCopy::kShared);
+    }
     if (!piece.state.supported) {
       state.pieces.clear();
       return;
@@ -1076,12 +1088,12 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
 
 // run() of a state built for one image (state.images) on each image of x, out and residual.
 void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
-               const char* residual, char* scratch) {
+               const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing) {
   const size_t src_image = state.src_user.get_desc().get_size();
   const size_t dst_image = state.dst_user.get_desc().get_size();
   for (int64_t i = 0; i < state.images; ++i) {
     run(state, w, x + i * src_image, out + i * dst_image,
-        residual != nullptr ? residual + i * dst_image : nullptr, scratch, std::nullopt);
+        residual != nullptr ? residual + i * dst_image : nullptr, scratch, trailing);
   }
 }
 
@@ -1101,9 +1113,15 @@ void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char*
                WorkerPool& workers) {
   workers.run(static_cast<int64_t>(state.pieces.size()), [&](int64_t k) {
     ConvPiece& piece = state.pieces[k];
-    run(piece.state, piece.weight ? *piece.weight : w, x + piece.src_offset, out + piece.dst_offset,
-        residual != nullptr ? residual + piece.dst_offset : nullptr, scratch + piece.scratch_offset,
-        trailing);
+    const OneDnnConvWeight& weight = piece.weight ? *piece.weight : w;
+    const char* piece_residual = residual != nullptr ? residual + piece.dst_offset : nullptr;
+    if (piece.state.images > 0) {
+      runImages(piece.state, weight, x + piece.src_offset, out + piece.dst_offset, piece_residual,
+                scratch + piece.scratch_offset, trailing);
+    } else {
+      run(piece.state, weight, x + piece.src_offset, out + piece.dst_offset, piece_residual,
+          scratch + piece.scratch_offset, trailing);
+    }
   });
 }
 
@@ -1225,7 +1243,7 @@ public:
     }
     if (state.images > 0) {
       runImages(state, w, static_cast<char*>(x.data_ptr()), static_cast<char*>(out.data_ptr()),
-                static_cast<const char*>(residual_data), scratch);
+                static_cast<const char*>(residual_data), scratch, std::nullopt);
     } else {
       run(state, w, x.data_ptr(), out.data_ptr(), residual_data, scratch, std::nullopt);
     }
