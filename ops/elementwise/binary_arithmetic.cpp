@@ -76,18 +76,12 @@ bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor
   } else {
     at::native::resize_(out, image.sizes());
   }
-  // Rows of `width` factors' worth: [N, H * W, C] channels last, [N * B, H * W, 16] blocked.
+  // Blocks of pixel rows of `width` factors' worth: [N][H * W, C] channels last,
+  // [N * B][H * W, 16] blocked; each block's factors a row of the scale's [N or 1, groups].
   const int64_t groups = blocked ? image.size(1) : 1; // scale rows per image
   const int64_t width = blocked ? image.size(4) : image.size(1);
-  const int64_t pixels = image.size(2) * image.size(3);
-  for (int64_t n = 0; n < image.size(0); ++n) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t row_block = (n * groups + g) * pixels * width;
-      const int64_t factors = ((scale.size(0) == 1 ? 0 : n) * groups + g) * width;
-      vec::scaleRows(floatData(image) + row_block, floatData(scale) + factors,
-                     floatData(out) + row_block, pixels, width, p.workers());
-    }
-  }
+  vec::scaleRows(floatData(image), floatData(scale), scale.size(0) * groups, floatData(out),
+                 image.size(0) * groups, image.size(2) * image.size(3), width, p.workers());
   return true;
 }
 

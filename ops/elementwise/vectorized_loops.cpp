@@ -180,13 +180,19 @@ void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bia
   widestLoops().row_times_matrix(x, w, ld, bias, y, k, n);
 }
 
-void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n,
-               WorkerPool* workers) {
+void scaleRows(const float* x, const float* scale, int64_t scale_rows, float* out, int64_t blocks,
+               int64_t rows, int64_t n, WorkerPool* workers) {
   const auto fn = widestLoops().scale_rows;
   splitRowsOverThreads(
-      rows, n,
+      blocks * rows, n,
       [&](int64_t begin, int64_t end) {
-        fn(x + begin * n, scale, out + begin * n, end - begin, n);
+        // Rows [begin, end) of all blocks, a block's part at a time.
+        while (begin < end) {
+          const int64_t block = begin / rows;
+          const int64_t stop = std::min(end, (block + 1) * rows);
+          fn(x + begin * n, scale + (block % scale_rows) * n, out + begin * n, stop - begin, n);
+          begin = stop;
+        }
       },
       workers);
 }

@@ -127,12 +127,14 @@ constexpr int64_t kRowTimesMatrixAlignment = 16;
 void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bias, float* y,
                     int64_t k, int64_t n);
 
-// out[r, i] = x[r, i] * scale[i] over `rows` contiguous rows of n floats (a channels-last image
-// times one factor per channel: squeeze-excitation's scaling). One product per element, so
-// ATen's bits on any capability: it runs on the widest, rows split over the intra-op threads
-// (`workers` as for map).
-void scaleRows(const float* x, const float* scale, float* out, int64_t rows, int64_t n,
-               WorkerPool* workers = nullptr);
+// out[b, r, i] = x[b, r, i] * scale[b % scale_rows, i] over `blocks` contiguous blocks of `rows`
+// rows of n floats: an image times one factor per channel (squeeze-excitation's scaling), channels
+// last (a block per image of [H * W, C]) or channel-blocked (a block per image and 16 channels of
+// [H * W, 16]), its factors per image or shared by all. One product per element, so ATen's bits
+// on any capability: it runs on the widest, all blocks' rows split over the intra-op threads at
+// once (`workers` as for map).
+void scaleRows(const float* x, const float* scale, int64_t scale_rows, float* out, int64_t blocks,
+               int64_t rows, int64_t n, WorkerPool* workers = nullptr);
 
 // sums[i] += x[0, i] + x[1, i] + ... over `rows` contiguous rows of n floats, each column summed
 // in row order (the same bits on any capability, so on the widest). On the caller's thread.

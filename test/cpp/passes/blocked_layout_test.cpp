@@ -96,16 +96,20 @@ TEST(BlockedLayout, KernelsMatchJit) {
 }
 
 // Split over the runtime's own workers: pieces of images (batch 2) and of one image's output
-// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's).
+// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's);
+// images large enough that the squeeze-excitation's pooling and scaling split their blocks too.
 TEST(BlockedLayout, PiecesOnTheRuntimesOwnWorkersMatchJit) {
   torch::jit::Module module = mobileBlockModule();
   StaticModule built(module);
+  std::vector<InputSet> inputs = imageInputs();
+  inputs.push_back({{torch::randn({2, 3, 96, 112})}, {}});
+  inputs.push_back({{torch::randn({1, 3, 160, 160})}, {}});
   for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
     RuntimeOptions options;
     options.intra_op_threads = 2;
     options.workers = workers;
     StaticRuntime runtime(built, options);
-    for (const InputSet& input : imageInputs()) {
+    for (const InputSet& input : inputs) {
       const auto expected = module.forward(input.args).toTupleRef().elements();
       for (int run = 0; run < 2; ++run) {
         const auto got = runtime(input.args).toTupleRef().elements();

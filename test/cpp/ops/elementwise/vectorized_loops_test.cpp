@@ -141,12 +141,21 @@ TEST(ElementwiseFastPath, LoopsOnOwnWorkersAreTheWhole) {
                     x.data_ptr<float>(), whole.data_ptr<float>(), n);
       EXPECT_TRUE(torch::equal(whole, split)) << "mul_add, " << n << " on " << threads;
     }
-    const at::Tensor image = torch::randn({4096, 96});
-    const at::Tensor scale = torch::randn({96});
+    // Blocks of rows, each with its scale row (three images, per-image factors), or sharing
+    // scale rows (four blocks of three images, factors shared by the images): split points fall
+    // inside blocks.
+    const at::Tensor image = torch::randn({3, 1365, 96});
+    const at::Tensor scale = torch::randn({3, 1, 96});
     at::Tensor scaled = torch::empty_like(image);
-    ops::vec::scaleRows(image.data_ptr<float>(), scale.data_ptr<float>(), scaled.data_ptr<float>(),
-                        4096, 96, &workers);
+    ops::vec::scaleRows(image.data_ptr<float>(), scale.data_ptr<float>(), 3,
+                        scaled.data_ptr<float>(), 3, 1365, 96, &workers);
     EXPECT_TRUE(torch::equal(scaled, image * scale)) << "scale rows on " << threads;
+    const at::Tensor blocked = torch::randn({3, 4, 1000, 16});
+    const at::Tensor shared = torch::randn({1, 4, 1, 16});
+    at::Tensor blocked_scaled = torch::empty_like(blocked);
+    ops::vec::scaleRows(blocked.data_ptr<float>(), shared.data_ptr<float>(), 4,
+                        blocked_scaled.data_ptr<float>(), 12, 1000, 16, &workers);
+    EXPECT_TRUE(torch::equal(blocked_scaled, blocked * shared)) << "shared rows on " << threads;
   }
 }
 
