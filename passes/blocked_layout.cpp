@@ -18,7 +18,9 @@
 // first-layer kernel), without the channels-last conversion before it.
 //
 // Chains shorter than kMinConvolutions convolutions stay channels last: they would pay the
-// conversions and win little (an Inception branch, a DenseNet layer between concatenations).
+// conversions and win little (an Inception branch, a DenseNet layer between concatenations). So
+// do chains without a convolution the blocked kernels run faster (ops::blockedLayoutGain): dense
+// convolutions of few channels alone are faster channels last.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -137,8 +139,10 @@ private:
     }
     const auto packed = weight->toCustomClass<ops::PackedConvWeight>();
     const auto input = node->input(kInput)->type()->cast<c10::TensorType>();
-    if (!ops::blockedLayoutSuits(*packed->packed) || !ops::blockedLayoutPays(*packed->packed) ||
-        (input && input->dim() && *input->dim() != 4)) {
+    const ops::BlockedLayoutGain gain = ops::blockedLayoutSuits(*packed->packed)
+                                            ? ops::blockedLayoutGain(*packed->packed)
+                                            : ops::BlockedLayoutGain::kNone;
+    if (gain == ops::BlockedLayoutGain::kNone || (input && input->dim() && *input->dim() != 4)) {
       return;
     }
     auto& repacked = repacked_[packed->packed.get()];
@@ -151,6 +155,9 @@ private:
     }
     nodes_.push_back(node);
     convolutions_.insert(node);
+    if (gain == ops::BlockedLayoutGain::kFaster) {
+      faster_.insert(node);
+    }
     channels_[node->output()] = ops::convOutChannels(*packed->packed);
   }
 
@@ -162,8 +169,9 @@ private:
     return (isLaneWise(node) || i == 0) && channels_.count(node->input(i)) != 0;
   }
 
-  // The candidates of chains with at least kMinConvolutions convolutions, in graph order: chains
-  // are the sets of candidates connected through the blocked values they read.
+  // The candidates of chains with at least kMinConvolutions convolutions, one of them faster
+  // blocked, in graph order: chains are the sets of candidates connected through the blocked
+  // values they read.
   std::vector<Node*> acceptedNodes() {
     std::unordered_map<const Node*, size_t> index;
     for (size_t k = 0; k < nodes_.size(); ++k) {
@@ -186,12 +194,17 @@ private:
       }
     }
     std::unordered_map<size_t, int> convolutions_per_chain;
+    std::unordered_set<size_t> chains_with_faster;
     for (size_t k = 0; k < nodes_.size(); ++k) {
       convolutions_per_chain[root(k)] += convolutions_.count(nodes_[k]) != 0 ? 1 : 0;
+      if (faster_.count(nodes_[k]) != 0) {
+        chains_with_faster.insert(root(k));
+      }
     }
     std::vector<Node*> accepted;
     for (size_t k = 0; k < nodes_.size(); ++k) {
-      if (convolutions_per_chain[root(k)] >= kMinConvolutions) {
+      if (convolutions_per_chain[root(k)] >= kMinConvolutions &&
+          chains_with_faster.count(root(k)) != 0) {
         accepted.push_back(nodes_[k]);
       }
     }
@@ -324,6 +337,7 @@ private:
   std::shared_ptr<Graph>& graph_;
   std::vector<Node*> nodes_; // candidates, in graph order
   std::unordered_set<const Node*> convolutions_;
+  std::unordered_set<const Node*> faster_;       // convolutions faster blocked (kFaster)
   std::unordered_map<Value*, int64_t> channels_; // candidates' outputs, by their channels
   std::unordered_map<const ops::OneDnnConvWeight*, c10::intrusive_ptr<ops::PackedConvWeight>>
       repacked_;

@@ -944,8 +944,9 @@ std::shared_ptr<const OneDnnConvWeight> outputChannelSlice(const OneDnnConvWeigh
 }
 
 // How many pieces the runtime's own workers run a convolution of `key` in: one per thread where
-// its activations are channels-last float32 ones (so that slabs are contiguous), it is large enough
-// to pay for handing out the pieces, and it has a dim to split; else 0 (one primitive, on OpenMP's
+// its activations are channels-last float32 ones (so that slabs are contiguous), or an NCHW input
+// into a channels-last output split by images (a stem's batch), it is large enough to pay for
+// handing out the pieces, and it has a dim to split; else 0 (one primitive, on OpenMP's
 // threads).
 int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_adds,
               const WorkerPool& workers) {
@@ -954,8 +955,10 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
   // split over the workers read it as it is (buildBlockedPieces).
   const bool winograd_images =
       w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked && key.batch >= workers.threads();
+  // An NCHW image's rows are not one slab (each channel's are apart): only whole images.
+  const bool plain_images = key.plain_into_channels_last && key.batch >= workers.threads();
   if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_images) || w.arguments.transposed ||
-      !(key.channels_last || key.dst_blocked) || w.multiply != kF32 ||
+      !(key.channels_last || key.dst_blocked || plain_images) || w.multiply != kF32 ||
       !worthSplittingOver(workers,
                           static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
     return 0;
@@ -1432,13 +1435,17 @@ bool blockedLayoutSuits(const OneDnnConvWeight& packed) {
          packed.multiply == kF32;
 }
 
-bool blockedLayoutPays(const OneDnnConvWeight& packed) {
+BlockedLayoutGain blockedLayoutGain(const OneDnnConvWeight& packed) {
   const ConvArguments& a = packed.arguments;
   const bool depthwise = a.groups > 1 && a.groups == packed.in_channels;
   const bool pointwise = packed.kernel[0] == 1 && packed.kernel[1] == 1;
+  if (depthwise || pointwise || packed.algorithm == ConvAlgorithm::kWinograd) {
+    return BlockedLayoutGain::kFaster;
+  }
   constexpr int64_t kMaxDenseChannels = 128;
-  return depthwise || pointwise ||
-         std::max(packed.in_channels, packed.out_channels) <= kMaxDenseChannels;
+  return std::max(packed.in_channels, packed.out_channels) <= kMaxDenseChannels
+             ? BlockedLayoutGain::kLevel
+             : BlockedLayoutGain::kNone;
 }
 
 std::shared_ptr<const OneDnnConvWeight> packForBlockedActivations(const OneDnnConvWeight& packed) {

@@ -83,6 +83,42 @@ TEST(BlockedLayout, DisabledPassesSwitchItOff) {
   EXPECT_EQ(countOp(module.graph(), "srt::packed_conv2d"), 8u) << module.graph();
 }
 
+// Dense convolutions of few channels alone (the issue's small CNN: 3 -> 16 -> 32 -> 64, strides
+// 1, 2, 2) are faster channels last: their chain stays so, and still matches the JIT, also on
+// the runtime's own workers, where the stem's batch of NCHW images splits into whole images.
+TEST(BlockedLayout, ChainsOfDenseConvolutionsAloneStayChannelsLast) {
+  torch::jit::Module module("SmallCnn");
+  module.register_parameter("first", convWeight(16, 3, 3), false);
+  module.register_parameter("second", convWeight(32, 16, 3), false);
+  module.register_parameter("third", convWeight(64, 32, 3), false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.first, None, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.second, None, 2, 1))
+    c = torch.relu(torch.conv2d(b, self.third, None, 2, 1))
+    return torch.adaptive_avg_pool2d(c, 1)
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  EXPECT_EQ(countOp(built.graph(), "srt::blocked_conv2d"), 0u) << built.graph();
+  EXPECT_EQ(countOp(built.graph(), "srt::packed_conv2d"), 3u) << built.graph();
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 3, 64, 64})}, {}}, {{torch::randn({2, 3, 30, 34})}, {}}}, {},
+                   1e-4);
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  StaticRuntime runtime(built, options);
+  for (const int64_t batch : {3, 8, 1}) {
+    const at::Tensor x = torch::randn({batch, 3, 64, 48});
+    const at::Tensor expected = module.forward({x}).toTensor();
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
+          << "batch " << batch << ", run " << run;
+    }
+  }
+}
+
 std::vector<InputSet> imageInputs() {
   return {{{torch::randn({1, 3, 32, 32})}, {}},
           {{torch::randn({2, 3, 20, 28}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
