@@ -518,7 +518,20 @@ struct ConvShape {
   bool plain_into_channels_last = false;
   bool src_blocked = false;
   bool dst_blocked = false;
+  // A plain (NCHW) input read as a slab of a larger one, whose dims these are: the slab's
+  // elements are as far apart as the whole's (a stem's rows, each channel's apart). Empty: the
+  // input is src, dense.
+  Dims src_whole;
 };
+
+// The strides of a dense plain (NCHW / NCDHW) tensor of `dims`.
+Dims plainStrides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t d = dims.size() - 1; d > 0; --d) {
+    strides[d - 1] = strides[d] * dims[d];
+  }
+  return strides;
+}
 
 // The whole convolution of an input of `key`.
 ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
@@ -586,8 +599,13 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   const Dims& src_dims = shape.src;
   const Dims& dst_dims = shape.dst;
   const auto user_tag = activationTag(spatial_dims, shape.channels_last);
-  const memory::desc src_user(src_dims, kF32,
-                              shape.src_blocked ? blockedTag(spatial_dims) : user_tag);
+  const memory::desc src_dense(src_dims, kF32,
+                               shape.src_blocked ? blockedTag(spatial_dims) : user_tag);
+  // A slab of a plain input: oneDNN's kernels read dense tensors only (its reference one takes
+  // strides, 1000x slower), so the primitive reads src_dense, a copy of the slab in scratch.
+  const memory::desc src_user = shape.src_whole.empty()
+                                    ? src_dense
+                                    : memory::desc(src_dims, kF32, plainStrides(shape.src_whole));
   const memory::desc dst_user =
       shape.dst_blocked                ? memory::desc(dst_dims, kF32, blockedTag(spatial_dims))
       : shape.plain_into_channels_last ? channelsLastDesc(dst_dims, spatial_dims)
@@ -599,7 +617,7 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   const memory::desc any_dst(dst_dims, kF32, activation_tag);
   const memory::desc any_weights(weightDims(w), w.multiply, memory::format_tag::any);
   const dnnl::primitive_attr attr = attributes(epilogue);
-  dnnl::primitive_desc pd = plainIntoOtherLayout(w, shape, src_user, dst_user, any_weights, attr);
+  dnnl::primitive_desc pd = plainIntoOtherLayout(w, shape, src_dense, dst_user, any_weights, attr);
   if (!pd) {
     try {
       // Winograd on the shared packed weight: oneDNN has more than one Winograd implementation
@@ -890,8 +908,10 @@ size_t channelsLastStride(const Dims& dims, int dim) {
 
 // How a channel-blocked convolution splits into pieces whose slabs are contiguous: by images, or,
 // for one image, by blocks of output channels (a depthwise one's input blocks with them, so its
-// input must be blocked too).
-enum class BlockedSplit { kNone, kImages, kChannelBlocks };
+// input must be blocked too), or, where the output is one block (a 16-channel stem, depthwise
+// layer or squeeze), by rows (of an input that is one block too, channels last, or plain: each
+// piece then copies its rows of every channel).
+enum class BlockedSplit { kNone, kImages, kChannelBlocks, kRows };
 
 BlockedSplit blockedSplit(const OneDnnConvWeight& w, const ConvKey& key, int pieces) {
   if (key.batch >= pieces) {
@@ -902,6 +922,10 @@ BlockedSplit blockedSplit(const OneDnnConvWeight& w, const ConvKey& key, int pie
   if (key.batch == 1 && blocks >= pieces &&
       (w.arguments.groups == 1 || (depthwise && key.src_blocked))) {
     return BlockedSplit::kChannelBlocks;
+  }
+  if (key.batch == 1 && blocks == 1 && (!key.src_blocked || w.in_channels <= kChannelBlock) &&
+      wholeShape(w, key).dst[2] >= pieces) {
+    return BlockedSplit::kRows;
   }
   return BlockedSplit::kNone;
 }
@@ -945,9 +969,9 @@ std::shared_ptr<const OneDnnConvWeight> outputChannelSlice(const OneDnnConvWeigh
 
 // How many pieces the runtime's own workers run a convolution of `key` in: one per thread where
 // its activations are channels-last float32 ones (so that slabs are contiguous), or an NCHW input
-// into a channels-last output split by images (a stem's batch), it is large enough to pay for
-// handing out the pieces, and it has a dim to split; else 0 (one primitive, on OpenMP's
-// threads).
+// into a channels-last output (a stem: by images, or one image's rows, each piece copying its
+// rows of every input channel together), it is large enough to pay for handing out the pieces,
+// and it has a dim to split; else 0 (one primitive, on OpenMP's threads).
 int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_adds,
               const WorkerPool& workers) {
   // Winograd's weight layout is chosen for one whole image: pieces of an image would repack it
@@ -955,10 +979,9 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
   // split over the workers read it as it is (buildBlockedPieces).
   const bool winograd_images =
       w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked && key.batch >= workers.threads();
-  // An NCHW image's rows are not one slab (each channel's are apart): only whole images.
-  const bool plain_images = key.plain_into_channels_last && key.batch >= workers.threads();
   if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_images) || w.arguments.transposed ||
-      !(key.channels_last || key.dst_blocked || plain_images) || w.multiply != kF32 ||
+      !(key.channels_last || key.dst_blocked || key.plain_into_channels_last) ||
+      w.multiply != kF32 ||
       !worthSplittingOver(workers,
                           static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {
     return 0;
@@ -968,6 +991,49 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
     return blockedSplit(w, key, threads) != BlockedSplit::kNone ? threads : 0;
   }
   return splitDim(wholeShape(w, key), threads) >= 0 ? threads : 0;
+}
+
+// Whether slabs of `whole` along `dim` read a plain input's rows (ConvShape::src_whole).
+bool plainRows(const ConvShape& whole, int dim) {
+  return dim >= 2 && !whole.channels_last && !whole.src_blocked;
+}
+
+// Bytes from one index of `dim` to the next in a plain float32 tensor of `dims`.
+size_t plainStride(const Dims& dims, int dim) {
+  return static_cast<size_t>(plainStrides(dims)[dim]) * sizeof(float);
+}
+
+// Piece k of `pieces` of `whole` along `dim` (0: images; 2 and on: a spatial dim) as `shape`:
+// its share of the output, the input its windows read (from in_begin on), and the whole's
+// padding where the slab meets the input's border, none elsewhere. False for a slab that would
+// read padding only.
+bool slabOf(const OneDnnConvWeight& w, const ConvShape& whole, int dim, int k, int pieces,
+            ConvShape& shape, int64_t& in_begin, int64_t& out_begin) {
+  const ConvArguments& a = w.arguments;
+  out_begin = whole.dst[dim] * k / pieces;
+  const int64_t out_end = whole.dst[dim] * (k + 1) / pieces;
+  shape = whole;
+  in_begin = out_begin;
+  int64_t in_end = out_end;
+  if (dim >= 2) {
+    const int i = dim - 2;
+    const int64_t first = out_begin * a.stride[i] - whole.pad.left[i];
+    const int64_t last = (out_end - 1) * a.stride[i] - whole.pad.left[i] +
+                         (w.kernel[i] - 1) * a.dilation[i]; // inclusive
+    in_begin = std::max<int64_t>(first, 0);
+    in_end = std::min<int64_t>(last + 1, whole.src[dim]);
+    if (in_end <= in_begin) {
+      return false;
+    }
+    shape.pad.left[i] = in_begin - first;
+    shape.pad.right[i] = last + 1 - in_end;
+  }
+  shape.src[dim] = in_end - in_begin;
+  shape.dst[dim] = out_end - out_begin;
+  if (plainRows(whole, dim)) {
+    shape.src_whole = whole.src;
+  }
+  return true;
 }
 
 // Builds `state` for `key` as key.pieces pieces (piecesFor): slabs of the output along
@@ -990,32 +1056,18 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
   }
   const ConvShape whole = wholeShape(w, key);
   const int dim = splitDim(whole, key.pieces);
-  const size_t src_stride = channelsLastStride(whole.src, dim);
+  const size_t src_stride =
+      plainRows(whole, dim) ? plainStride(whole.src, dim) : channelsLastStride(whole.src, dim);
   const size_t dst_stride = channelsLastStride(whole.dst, dim);
-  const ConvArguments& a = w.arguments;
   size_t scratch = 0;
   for (int k = 0; k < key.pieces; ++k) {
-    const int64_t out_begin = whole.dst[dim] * k / key.pieces;
-    const int64_t out_end = whole.dst[dim] * (k + 1) / key.pieces;
-    ConvShape shape = whole;
-    int64_t in_begin = out_begin;
-    int64_t in_end = out_end;
-    if (dim >= 2) {
-      const int i = dim - 2;
-      const int64_t first = out_begin * a.stride[i] - whole.pad.left[i];
-      const int64_t last = (out_end - 1) * a.stride[i] - whole.pad.left[i] +
-                           (w.kernel[i] - 1) * a.dilation[i]; // inclusive
-      in_begin = std::max<int64_t>(first, 0);
-      in_end = std::min<int64_t>(last + 1, whole.src[dim]);
-      if (in_end <= in_begin) {
-        state.pieces.clear();
-        return; // a slab of padding only
-      }
-      shape.pad.left[i] = in_begin - first;
-      shape.pad.right[i] = last + 1 - in_end;
+    ConvShape shape;
+    int64_t in_begin = 0;
+    int64_t out_begin = 0;
+    if (!slabOf(w, whole, dim, k, key.pieces, shape, in_begin, out_begin)) {
+      state.pieces.clear();
+      return; // a slab of padding only
     }
-    shape.src[dim] = in_end - in_begin;
-    shape.dst[dim] = out_end - out_begin;
     ConvPiece& piece = state.pieces.emplace_back();
     build(piece.state, shape, w, epilogue, ActivationLayout::kLibraryChoice, WeightCopy::kShared);
     if (!piece.state.supported) {
@@ -1045,7 +1097,20 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
     ConvPiece& piece = state.pieces.emplace_back();
     ConvShape shape = whole;
     const OneDnnConvWeight* weight = &w;
-    if (split == BlockedSplit::kImages) {
+    if (split == BlockedSplit::kRows) {
+      int64_t in_begin = 0;
+      int64_t out_begin = 0;
+      if (!slabOf(w, whole, /*dim=*/2, k, key.pieces, shape, in_begin, out_begin)) {
+        state.pieces.clear();
+        return; // a slab of padding only
+      }
+      const size_t src_row = key.src_blocked       ? imageBytes(whole.src, true) / whole.src[2]
+                             : plainRows(whole, 2) ? plainStride(whole.src, 2)
+                                                   : channelsLastStride(whole.src, 2);
+      piece.src_offset = static_cast<size_t>(in_begin) * src_row;
+      piece.dst_offset =
+          static_cast<size_t>(out_begin) * imageBytes(whole.dst, true) / whole.dst[2];
+    } else if (split == BlockedSplit::kImages) {
       const int64_t begin = whole.dst[0] * k / key.pieces;
       const int64_t end = whole.dst[0] * (k + 1) / key.pieces;
       shape.src[0] = shape.dst[0] = end - begin;
@@ -1213,7 +1278,7 @@ public:
       return;
     }
     WorkerPool* workers = p.workers();
-    // Pieces are slabs contiguous in channels-last tensors only (piecesFor).
+    // Pieces: slabs of channels-last tensors, or a stem's rows (piecesFor).
     key.pieces = workers != nullptr ? piecesFor(w, key, multiply_adds, *workers) : 0;
     // Pieces run their primitives on one OpenMP thread each: the workers are the parallelism.
     const OneDnnThreads threads(multiply_adds, key.pieces > 0 ? 1 : at::get_num_threads());

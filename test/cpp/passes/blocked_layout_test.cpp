@@ -85,7 +85,8 @@ TEST(BlockedLayout, DisabledPassesSwitchItOff) {
 
 // Dense convolutions of few channels alone (the small CNN: 3 -> 16 -> 32 -> 64, strides
 // 1, 2, 2) are faster channels last: their chain stays so, and still matches the JIT, also on
-// the runtime's own workers, where the stem's batch of NCHW images splits into whole images.
+// the runtime's own workers, where the stem's batch of NCHW images splits into whole images, and
+// one image into slabs of rows (each piece copying its rows of the three channel planes).
 TEST(BlockedLayout, ChainsOfDenseConvolutionsAloneStayChannelsLast) {
   torch::jit::Module module("SmallCnn");
   module.register_parameter("first", convWeight(16, 3, 3), false);
@@ -131,8 +132,9 @@ TEST(BlockedLayout, KernelsMatchJit) {
   expectMatchesJit(mobileBlockModule(), imageInputs(), {}, 1e-4);
 }
 
-// Split over the runtime's own workers: pieces of images (batch 2) and of one image's output
-// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's);
+// Split over the runtime's own workers: pieces of images (batch 2), of one image's output
+// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's)
+// and of its rows where the output is one block (the stem from NCHW, the 16-channel depthwise);
 // images large enough that the squeeze-excitation's pooling and scaling split their blocks too.
 TEST(BlockedLayout, PiecesOnTheRuntimesOwnWorkersMatchJit) {
   torch::jit::Module module = mobileBlockModule();
