@@ -8,9 +8,12 @@
 // not the mask's dtype, decides, since `scores + bool_mask` adds 0/1 in eager code. With causal,
 // scores of key j > query i are -inf as well (GPT-2's tril buffer, sliced [:T, :T]): no mask
 // tensor is sliced, compared and read per call.
-// Fast path (float32, BLAS-compatible strides): per (batch, head) one sgemm for the scores straight
-// from the strided operands (for MHA: from the [B*S, 3D] projection in scratch, no copies), mask
-// and softmax row by row in place, and one sgemm writing the context into its slice of the output.
+// Fast path (float32, BLAS-compatible strides): per (batch, head) one product for the scores
+// straight from the strided queries (for MHA: from the [B*S, 3D] projection in scratch), mask and
+// softmax row by row in place, and one product writing the context into its slice of the output.
+// On AVX-512 both products run on our blocked GEMM, each head's kᵀ (scaled) and v packed into its
+// column blocks in scratch first; elsewhere (or with transposed queries) OpenBLAS's sgemm reads
+// the strided operands as they are.
 // With several intra-op threads the heads are spread over them, each with its own score matrix.
 // Anything else runs the ATen reference, which is also what the JIT runs for these ops.
 #include <algorithm>
@@ -36,6 +39,7 @@
 #include "ops/core/registry.h"
 #include "ops/core/schema_match.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/gemm/blocked_gemm.h"
 #include "ops/gemm/onednn.h"
 #include "ops/gemm/packed_linear.h"
 #include "ops/gemm/threads.h"
@@ -191,9 +195,87 @@ struct HeadShape {
   bool causal = false; // keys after the query's own row are masked
 };
 
-// Floats of scratch attendHead needs per head: its score matrix.
+constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
+
+int64_t roundToLine(int64_t floats) {
+  return (floats + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine;
+}
+
+// Whether a head's two products run on our blocked GEMM (ops/gemm/blocked_gemm.h) rather than
+// OpenBLAS: on AVX-512, with the queries' rows as stored. OpenBLAS multiplied vit_b_16's heads
+// (197 x 197 x 64) at 60 GFLOP/s; the blocked kernel's register tiles need kᵀ and v in its
+// column blocks, which each head packs first (kᵀ scaled, so the scale costs nothing).
+bool blockedHead(const HeadShape& s) {
+  return blockedGemmRuns() && s.q.transpose == CblasNoTrans;
+}
+
+int64_t columnBlocks(int64_t columns) {
+  return (columns + kBlockedGemmWidth - 1) / kBlockedGemmWidth;
+}
+
+// Floats of scratch attendHead needs per head: its score matrix, and for blockedHead kᵀ and v
+// packed.
 int64_t headScratchFloats(const HeadShape& s) {
-  return s.sq * s.sk;
+  int64_t floats = roundToLine(s.sq * s.sk);
+  if (blockedHead(s)) {
+    floats += roundToLine(columnBlocks(s.sk) * kBlockedGemmWidth * s.dk) +
+              columnBlocks(s.dv) * kBlockedGemmWidth * s.sk;
+  }
+  return floats;
+}
+
+// kᵀ * scale ([dk, sk]) in the blocked GEMM's layout: keys [64 b, 64 b + 64) as block b, a
+// row-major [dk, 64] matrix; the last block's columns past sk zero.
+void packScaledKeys(const HeadShape& s, const float* k, float* packed) {
+  const int64_t width = kBlockedGemmWidth;
+  const int64_t padded = columnBlocks(s.sk) * width;
+  for (int64_t j = 0; j < padded; ++j) {
+    float* column = packed + (j / width) * s.dk * width + j % width;
+    for (int64_t d = 0; d < s.dk; ++d) {
+      const float key = j >= s.sk                        ? 0.f
+                        : s.kt.transpose == CblasNoTrans ? k[d * s.kt.ld + j]
+                                                         : k[j * s.kt.ld + d];
+      column[d * width] = s.scale * key;
+    }
+  }
+}
+
+// v ([sk, dv]) in the blocked GEMM's layout: features [64 b, 64 b + 64) as block b, a row-major
+// [sk, 64] matrix; the last block's columns past dv zero.
+void packValues(const HeadShape& s, const float* v, float* packed) {
+  const int64_t width = kBlockedGemmWidth;
+  for (int64_t b = 0; b < columnBlocks(s.dv); ++b) {
+    const int64_t first = b * width;
+    const int64_t columns = std::min(width, s.dv - first);
+    for (int64_t j = 0; j < s.sk; ++j) {
+      float* row = packed + (b * s.sk + j) * width;
+      if (s.v.transpose == CblasNoTrans) {
+        std::memcpy(row, v + j * s.v.ld + first, columns * sizeof(float));
+      } else {
+        for (int64_t c = 0; c < columns; ++c) {
+          row[c] = v[(first + c) * s.v.ld + j];
+        }
+      }
+      std::fill(row + columns, row + width, 0.f);
+    }
+  }
+}
+
+// `product` = a [m, k] (rows lda apart) times `packed` ([k, n] in column blocks) into out (rows
+// ldo apart), on this thread.
+void multiplyPacked(const float* a, int64_t lda, int64_t m, const float* packed, int64_t k,
+                    int64_t n, float* out, int64_t ldo) {
+  BlockedGemm gemm;
+  gemm.a = a;
+  gemm.lda = lda;
+  gemm.m = m;
+  gemm.w = packed;
+  gemm.k = k;
+  gemm.n = n;
+  gemm.block_stride = k * kBlockedGemmWidth;
+  gemm.out = out;
+  gemm.ldo = ldo;
+  runBlockedGemmOnThisThread(gemm);
 }
 
 // One head's part of the mask: at most one of the two is set.
@@ -210,8 +292,16 @@ HeadMask headMask(const MaskLayout& layout, int64_t offset) {
 // `scores` holds headScratchFloats(s) floats. `out` is [sq, dv] with row stride out_ld.
 void attendHead(const HeadShape& s, const float* q, const float* k, const float* v,
                 HeadMask head_mask, float* scores, float* out, int64_t out_ld) {
-  cblas_sgemm(CblasRowMajor, s.q.transpose, s.kt.transpose, s.sq, s.sk, s.dk, s.scale, q, s.q.ld, k,
-              s.kt.ld, 0.f, scores, s.sk);
+  float* packed_keys = scores + roundToLine(s.sq * s.sk);
+  float* packed_values = packed_keys + roundToLine(columnBlocks(s.sk) * kBlockedGemmWidth * s.dk);
+  const bool blocked = blockedHead(s);
+  if (blocked) {
+    packScaledKeys(s, k, packed_keys);
+    multiplyPacked(q, s.q.ld, s.sq, packed_keys, s.dk, s.sk, scores, s.sk);
+  } else {
+    cblas_sgemm(CblasRowMajor, s.q.transpose, s.kt.transpose, s.sq, s.sk, s.dk, s.scale, q, s.q.ld,
+                k, s.kt.ld, 0.f, scores, s.sk);
+  }
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   if (s.causal) {
     for (int64_t i = 0; i + 1 < s.sk && i < s.sq; ++i) {
@@ -246,17 +336,16 @@ void attendHead(const HeadShape& s, const float* q, const float* k, const float*
     }
   }
   vec::softmaxRows(scores, s.sq, s.sk);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, s.v.transpose, s.sq, s.dv, s.sk, 1.f, scores, s.sk, v,
-              s.v.ld, 0.f, out, out_ld);
+  if (blocked) {
+    packValues(s, v, packed_values);
+    multiplyPacked(scores, s.sk, s.sq, packed_values, s.sk, s.dv, out, out_ld);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, s.v.transpose, s.sq, s.dv, s.sk, 1.f, scores, s.sk, v,
+                s.v.ld, 0.f, out, out_ld);
+  }
 }
 
 // ---- Heads over the intra-op threads. ----------------------------------------------------------
-
-constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
-
-int64_t roundToLine(int64_t floats) {
-  return (floats + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine;
-}
 
 // How many score matrices forEachHead needs: one per thread it may run on.
 int64_t scoreMatrices() {

@@ -18,6 +18,11 @@ bool blockedGemmRuns() {
   return runs;
 }
 
+void runBlockedGemmOnThisThread(const BlockedGemm& gemm) {
+  const int64_t blocks = (gemm.n + kBlockedGemmWidth - 1) / kBlockedGemmWidth;
+  gemm_loops::AVX512::blockedGemmLoop(gemm, 0, gemm.m, 0, blocks);
+}
+
 void runBlockedGemm(const BlockedGemm& gemm, WorkerPool* workers) {
   const int64_t blocks = (gemm.n + kBlockedGemmWidth - 1) / kBlockedGemmWidth;
   const double ns = static_cast<double>(gemm.m * gemm.k * blocks * kBlockedGemmWidth) *

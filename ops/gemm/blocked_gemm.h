@@ -65,4 +65,9 @@ bool blockedGemmRuns();
 // rows when there are fewer blocks than threads. Requires blockedGemmRuns().
 void runBlockedGemm(const BlockedGemm& gemm, WorkerPool* workers);
 
+// The whole product on the calling thread, any number of rows (each depth block of `a`'s rows is
+// read once per column block, so it should stay in L2: a few hundred rows). For callers that
+// split their work over the threads themselves (attention's heads). Requires blockedGemmRuns().
+void runBlockedGemmOnThisThread(const BlockedGemm& gemm);
+
 } // namespace srt::ops

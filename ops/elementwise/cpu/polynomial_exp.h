@@ -75,8 +75,15 @@ inline at::vec::Vectorized<float> zeroBelowLowestExpInput(at::vec::Vectorized<fl
 inline at::vec::Vectorized<float> expOfNonPositive(at::vec::Vectorized<float> x) {
 #if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
   using Vec = at::vec::Vectorized<float>;
-  // ATen's maximum/minimum propagate NaN.
-  const Vec clamped = at::vec::minimum(Vec(0.f), at::vec::maximum(Vec(kLowestExpInput), x));
+  // Raw min/max keep a NaN as their second operand does (ATen's NaN-propagating ones take four
+  // instructions each, a third of the loop).
+#if defined(CPU_CAPABILITY_AVX512)
+  const Vec clamped(
+      _mm512_min_ps(_mm512_setzero_ps(), _mm512_max_ps(_mm512_set1_ps(kLowestExpInput), x)));
+#else
+  const Vec clamped(
+      _mm256_min_ps(_mm256_setzero_ps(), _mm256_max_ps(_mm256_set1_ps(kLowestExpInput), x)));
+#endif
   return zeroBelowLowestExpInput(expInRange(clamped), x);
 #else
   return x.exp();

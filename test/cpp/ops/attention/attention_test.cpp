@@ -277,6 +277,30 @@ TEST(FusedAttentionKernel, MultiHeadAttentionZeroSizesAndDouble) {
   expectKernelMatchesJit(kMultiHeadIr, sets, "srt::multi_head_attention");
 }
 
+// Heads of long sequences, where the products run on the blocked GEMM (AVX-512): keys over two
+// whole column blocks and a partial one (130), value features over two (80), each head's kᵀ and
+// v packed from contiguous rows and from transposed storage; a causal 150-token head; on one
+// thread and with the heads over two.
+TEST(FusedAttentionKernel, LongSequencesAndWideHeads) {
+  const at::Tensor q = randn({1, 3, 197, 72});
+  const at::Tensor k = randn({1, 3, 130, 72});
+  const at::Tensor v = randn({1, 3, 130, 80});
+  const at::Tensor stored_kt = randn({1, 3, 72, 130}).transpose(-2, -1);
+  const at::Tensor stored_vt = randn({1, 3, 80, 130}).transpose(-2, -1);
+  const int saved = at::get_num_threads();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    at::set_num_threads(threads);
+    expectKernelMatchesJit(kAttentionIr,
+                           {{q, k, v, randn({197, 130})}, {q, stored_kt, stored_vt, c10::IValue()}},
+                           "srt::attention");
+    expectKernelMatchesJit(
+        kCausalIr, {{randn({2, 150, 64}), randn({2, 150, 64}), randn({2, 150, 64}), c10::IValue()}},
+        "srt::attention");
+  }
+  at::set_num_threads(saved);
+}
+
 TEST(FusedAttentionKernel, SerialAndThreadedHeadLoopsAgree) {
   // One thread: one loop, OpenBLAS at the caller's count. Several: heads over the threads, each
   // with its own score matrix; 3 threads for 2 x 4 heads leaves one thread a different share.

@@ -176,19 +176,24 @@ TEST(RowKernels, SoftmaxRowsMatchesAten) {
 }
 
 TEST(RowKernels, SoftmaxRowsKeepsNanAndWideRanges) {
-  // Scores far apart (exp underflows for all but the largest), a NaN, and a fully masked row.
+  // Scores far apart (exp underflows for all but the largest), a NaN, and a fully masked row;
+  // twice, so that they go through the loop that takes four rows at once and the single rows'.
   const float inf = std::numeric_limits<float>::infinity();
-  at::Tensor x = torch::tensor({0.f, -50.f, -90.f, -200.f,    //
-                                1.f, std::nanf(""), 2.f, 3.f, //
-                                -inf, -inf, -inf, -inf})
-                     .reshape({3, 4});
+  const at::Tensor three = torch::tensor({0.f, -50.f, -90.f, -200.f,    //
+                                          1.f, std::nanf(""), 2.f, 3.f, //
+                                          -inf, -inf, -inf, -inf})
+                               .reshape({3, 4});
+  const at::Tensor x = torch::cat({three, three});
   at::Tensor rows = x.clone();
-  ops::vec::softmaxRows(rows.data_ptr<float>(), 3, 4);
+  ops::vec::softmaxRows(rows.data_ptr<float>(), 6, 4);
   const at::Tensor expected = torch::softmax(x, -1);
-  // exp(-90) is subnormal: ours flushes it to 0.
-  EXPECT_TRUE(torch::allclose(rows[0], expected[0], 1e-6, 1e-37)) << rows[0] - expected[0];
-  EXPECT_TRUE(rows[1].isnan().all().item<bool>()) << rows[1];
-  EXPECT_TRUE(rows[2].isnan().all().item<bool>()) << rows[2];
+  for (const int64_t first : {0, 3}) {
+    // exp(-90) is subnormal: ours flushes it to 0.
+    EXPECT_TRUE(torch::allclose(rows[first], expected[first], 1e-6, 1e-37))
+        << rows[first] - expected[first];
+    EXPECT_TRUE(rows[first + 1].isnan().all().item<bool>()) << rows[first + 1];
+    EXPECT_TRUE(rows[first + 2].isnan().all().item<bool>()) << rows[first + 2];
+  }
 }
 
 // mapFast's sigmoid and silu, which owe ATen no bits: within 2e-7 of ATen's (relative to the
