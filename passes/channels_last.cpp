@@ -123,6 +123,7 @@ bool keepsFormat(const Node* node) {
                                                        "aten::batch_norm",
                                                        "aten::prelu",
                                                        "aten::group_norm",
+                                                       "srt::group_norm_activation",
                                                        "aten::constant_pad_nd"};
   return kOps.count(node->kind().toQualString()) != 0;
 }

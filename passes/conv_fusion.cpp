@@ -42,15 +42,6 @@ struct ActivationPattern {
   FusionFilter filter;
 };
 
-// gelu's `approximate` decides which activation it is; taken only when constant.
-FusionFilter approximateIs(const std::string& mode) {
-  return [mode](const torch::jit::Match& match, const Values& values) {
-    const auto approximate =
-        torch::jit::constant_as<std::string>(matched(match, values, "approximate"));
-    return approximate && *approximate == mode;
-  };
-}
-
 const std::vector<ActivationPattern>& activations() {
   static const std::vector<ActivationPattern> patterns = {
       {"relu", "%r = aten::relu(%y)", "", "", {}},
@@ -61,8 +52,10 @@ const std::vector<ActivationPattern>& activations() {
       {"silu", "%r = aten::silu(%y)", "", "", {}},
       {"hardswish", "%r = aten::hardswish(%y)", "", "", {}},
       {"hardsigmoid", "%r = aten::hardsigmoid(%y)", "", "", {}},
-      {"gelu", "%r = aten::gelu(%y, %approximate)", "", "", approximateIs("none")},
-      {"gelu_tanh", "%r = aten::gelu(%y, %approximate)", "", "", approximateIs("tanh")},
+      {"gelu", "%r = aten::gelu(%y, %approximate)", "", "",
+       constantStringIs("approximate", "none")},
+      {"gelu_tanh", "%r = aten::gelu(%y, %approximate)", "", "",
+       constantStringIs("approximate", "tanh")},
       // Last: a residual add followed by an activation fuses with it first.
       {"none", "", "", "", {}},
   };

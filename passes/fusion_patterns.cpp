@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_set>
 
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
@@ -126,6 +127,16 @@ bool keepsItsPlace(const torch::jit::Match& match) {
 }
 
 } // namespace
+
+FusionFilter constantStringIs(std::string name, std::string expected) {
+  return [name = std::move(name), expected = std::move(expected)](
+             const torch::jit::Match& match,
+             const std::unordered_map<std::string, torch::jit::Value*>& values) {
+    const auto constant =
+        torch::jit::constant_as<std::string>(match.values_map.at(values.at(name)));
+    return constant && *constant == expected;
+  };
+}
 
 void registerFusionPattern(const std::string& family, FusionPattern pattern) {
   registry()[family].push_back(std::move(pattern));

@@ -34,6 +34,11 @@ struct FusionPattern {
   FusionFilter filter;
 };
 
+// A filter taking a match only where the pattern's value `name` is the constant string
+// `expected`: gelu's `approximate`, each mode its own pattern (an activation chosen at run time
+// stays unfused).
+FusionFilter constantStringIs(std::string name, std::string expected);
+
 // Adds a pattern to `family`; patterns of a family are tried in registration order.
 void registerFusionPattern(const std::string& family, FusionPattern pattern);
 

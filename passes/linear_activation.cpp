@@ -39,25 +39,16 @@ FusionPattern linearThen(const std::string& name, const std::string& activation_
           std::move(filter)};
 }
 
-// gelu's `approximate` is an argument: each mode is its own pattern, taken only when constant.
-FusionFilter approximateIs(const std::string& mode) {
-  return [mode](const torch::jit::Match& match,
-                const std::unordered_map<std::string, torch::jit::Value*>& values) {
-    // `values` names the pattern's values; the match maps them to the graph's.
-    const auto approximate =
-        torch::jit::constant_as<std::string>(match.values_map.at(values.at("approximate")));
-    return approximate && *approximate == mode;
-  };
-}
-
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("relu", "%r = aten::relu(%y)")});
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("sigmoid", "%r = aten::sigmoid(%y)")});
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("tanh", "%r = aten::tanh(%y)")});
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("silu", "%r = aten::silu(%y)")});
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("gelu", "%r = aten::gelu(%y, %approximate)",
-                                                 ", %approximate", approximateIs("none"))});
+                                                 ", %approximate",
+                                                 constantStringIs("approximate", "none"))});
 SRT_REGISTER_FUSION_PATTERN(kFamily, {linearThen("gelu_tanh", "%r = aten::gelu(%y, %approximate)",
-                                                 ", %approximate", approximateIs("tanh"))});
+                                                 ", %approximate",
+                                                 constantStringIs("approximate", "tanh"))});
 
 using torch::jit::Node;
 using torch::jit::Value;

@@ -53,6 +53,8 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"linear_activation", fuseLinearActivation},
       // After linear_activation, so linear + activation + residual ends as one node.
       {"gemm_residual_add", fuseGemmResidualAdd},
+      // Before element-wise fusion, which would otherwise take the activation.
+      {"norm_activation", fuseNormActivation},
       // After conv_bn_folding (the pattern is the folded conv2d) and before element-wise fusion,
       // which would otherwise take the residual add and the activation.
       {"conv_fusion", fuseConvEpilogues},

@@ -1,4 +1,8 @@
-// group_norm and instance_norm (with the input's own statistics) as out-variant kernels. On
+// group_norm and instance_norm (with the input's own statistics) as out-variant kernels, and
+// srt::group_norm_activation: group_norm followed by an activation (passes/norm_activation.cpp;
+// GroupNorm + SiLU in diffusion U-Nets, GroupNorm + GELU in wav2vec2's feature extractor), the
+// activation applied to each slice of the output right after it is normalized, in cache, with
+// the fast formulas (vec::mapFast: they owe ATen no bits). On
 // contiguous float32 each (sample, group) is one row of the vectorized layer-norm loop, then each
 // channel's weight and bias one affine pass; float32 with channels innermost (channels last, a
 // 1-D convolution's squeezed output) is normalized row by row in its own layout
@@ -14,11 +18,13 @@
 #include <ATen/Parallel.h>
 #include <ATen/native/group_norm.h>
 #include <torch/csrc/jit/ir/constants.h>
+#include <torch/library.h>
 
 #include "ops/core/parallelism.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
 #include "ops/elementwise/vectorized_loops.h"
+#include "ops/gemm/epilogue.h"
 
 namespace srt::ops {
 namespace {
@@ -28,6 +34,15 @@ using torch::jit::Node;
 const at::Tensor& tensorOrUndefined(const c10::IValue& value) {
   static const at::Tensor undefined;
   return value.isNone() ? undefined : value.toTensor();
+}
+
+// The activation of srt::group_norm_activation on n floats of its output, in place: a row or a
+// plane just written, still in cache (a pass of its own over a wav2vec2 feature map, 6.5 MB,
+// cost as much again as the activation).
+void activate(Activation activation, float* data, int64_t n) {
+  if (activation != Activation::kNone) {
+    vec::mapFast(formulaOf(activation), data, n);
+  }
 }
 
 bool isChannelVector(const at::Tensor& t, at::ScalarType type, int64_t channels) {
@@ -49,7 +64,7 @@ size_t channelRowsScratchBytes(int64_t channels) {
 
 void normalizeChannelRows(const float* x, int64_t rows, int64_t channels, int64_t groups,
                           const float* weight, const float* bias, double eps, float* out,
-                          void* scratch, WorkerPool* workers) {
+                          Activation activation, void* scratch, WorkerPool* workers) {
   constexpr int64_t kRowsPerBlock = 256;
   const int64_t per_group = channels / groups;
   auto* sums = static_cast<double*>(scratch); // per channel: sum of (x - pivot)
@@ -109,13 +124,16 @@ void normalizeChannelRows(const float* x, int64_t rows, int64_t channels, int64_
                      for (int64_t c = 0; c < channels; ++c) {
                        o[c] = (in[c] - center[c]) * scale[c] + shift[c];
                      }
+                     activate(activation, o, channels);
                    }
                  });
 }
 
-// y = (x - mean) * rstd * weight[c] + bias[c] over groups of channels, into the node's output.
+// act(y), y = (x - mean) * rstd * weight[c] + bias[c] over groups of channels, into the node's
+// output.
 void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
-                     const at::Tensor& weight, const at::Tensor& bias, double eps) {
+                     const at::Tensor& weight, const at::Tensor& bias, double eps,
+                     Activation activation = Activation::kNone) {
   TORCH_CHECK(x.dim() >= 2, "static_runtime: group_norm expects an input of at least 2 dims ",
               "(N, C, *), got ", x.sizes());
   const int64_t batch = x.size(0);
@@ -128,7 +146,7 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
                          isChannelVector(bias, type, channels);
   if (!supported) {
     // Mixed dtypes, a weight of the wrong size: ATen's operator checks and reports.
-    p.output(0) = at::group_norm(x, groups, weight, bias, eps);
+    p.output(0) = applyActivation(activation, at::group_norm(x, groups, weight, bias, eps));
     return;
   }
   const int64_t image = batch * channels == 0 ? 0 : x.numel() / (batch * channels);
@@ -141,6 +159,10 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
     vec::layerNormRows(floatData(x), nullptr, nullptr, static_cast<float>(eps), o, batch * groups,
                        channels / groups * image);
     if (!weight.defined() && !bias.defined()) {
+      splitIfWorthIt(
+          x.numel(), at::internal::GRAIN_SIZE,
+          static_cast<double>(x.numel()) * kNanosecondsPerElement,
+          [&](int64_t begin, int64_t end) { activate(activation, o + begin, end - begin); });
       return;
     }
     const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
@@ -159,6 +181,7 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
                        for (int64_t i = 0; i < image; ++i) {
                          row[i] = row[i] * scale + shift;
                        }
+                       activate(activation, row, image);
                      }
                    });
     return;
@@ -177,7 +200,7 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
     const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
     for (int64_t n = 0; n < batch; ++n) {
       normalizeChannelRows(floatData(x) + n * image * channels, image, channels, groups, w, b, eps,
-                           floatData(out) + n * image * channels, scratch, p.workers());
+                           floatData(out) + n * image * channels, activation, scratch, p.workers());
     }
     return;
   }
@@ -199,6 +222,9 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
                     {batch, groups}, at::TensorOptions().dtype(stats_type));
   at::native::GroupNormKernel(at::kCPU, *in, weight, bias, batch, channels, image, groups, eps, out,
                               mean, rstd);
+  if (activation != Activation::kNone) {
+    out.copy_(applyActivation(activation, out));
+  }
 }
 
 // group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None,
@@ -229,9 +255,47 @@ std::optional<KernelFunction> instanceNormFactory(const Node* node, const Kernel
   return kernelForOverload(node, {{"", instanceNorm}});
 }
 
+const char* const kGroupNormActivationSchema =
+    "srt::group_norm_activation(Tensor input, int num_groups, Tensor? weight=None, "
+    "Tensor? bias=None, float eps=1e-05, str activation=\"none\") -> Tensor";
+
+// What the JIT runs: the ATen ops the node replaced.
+at::Tensor groupNormActivationReference(const at::Tensor& input, int64_t groups,
+                                        const c10::optional<at::Tensor>& weight,
+                                        const c10::optional<at::Tensor>& bias, double eps,
+                                        c10::string_view activation) {
+  const std::optional<Activation> parsed =
+      parseActivation(std::string_view(activation.data(), activation.size()));
+  TORCH_CHECK(parsed, "srt::group_norm_activation: unknown activation '", std::string(activation),
+              "'; expected none, relu, gelu, gelu_tanh, sigmoid, tanh or silu");
+  return applyActivation(*parsed, at::group_norm(input, groups, weight, bias, eps));
+}
+
+std::optional<KernelFunction> groupNormActivationFactory(const Node* node, const KernelOptions&) {
+  if (!node->matches(kGroupNormActivationSchema)) {
+    return std::nullopt;
+  }
+  const auto name = torch::jit::constant_as<std::string>(node->input(5));
+  const std::optional<Activation> activation =
+      name ? parseActivation(*name) : std::optional<Activation>();
+  if (!activation) {
+    return std::nullopt; // a run-time activation name: the JIT operator
+  }
+  return [activation = *activation](ProcessedNode& p) {
+    normalizeGroups(p, p.input(0).toTensor(), p.input(1).toInt(), tensorOrUndefined(p.input(2)),
+                    tensorOrUndefined(p.input(3)), p.input(4).toDouble(), activation);
+  };
+}
+
 } // namespace
 
+TORCH_LIBRARY_FRAGMENT(srt, m) {
+  m.def(torch::schema(kGroupNormActivationSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        groupNormActivationReference);
+}
+
 SRT_REGISTER_KERNEL("aten::group_norm", kOutVariant, tensorOverload<groupNorm>);
+SRT_REGISTER_KERNEL("srt::group_norm_activation", kOutVariant, groupNormActivationFactory);
 SRT_REGISTER_KERNEL("aten::instance_norm", kOutVariant, instanceNormFactory);
 
 } // namespace srt::ops

@@ -1,4 +1,5 @@
-// group_norm and instance_norm out-variant kernels (ops/normalization/group_norm.cpp) against the
+// group_norm, group_norm + activation and instance_norm out-variant kernels
+// (ops/normalization/group_norm.cpp) against the
 // JIT: contiguous float32 (the vectorized rows), channels innermost (rows of channels), other
 // layouts and float64 (ATen's kernel into our output), with and without affine parameters.
 #include "ops/op_test_helpers.h"
@@ -40,6 +41,41 @@ TEST(GroupNorm, MatchesTheJit) {
          inputs({randnFloat({30, 2, 8}).permute({1, 2, 0}), randnFloat({8}), randnFloat({8})})},
         1e-4);
   }
+}
+
+// group_norm + activation (passes/norm_activation.cpp) as one srt::group_norm_activation node:
+// every activation on every path of the kernel (contiguous rows, channels innermost, ATen's
+// kernel for float64 and other strides), with and without affine parameters, one of them large
+// enough to split over the threads.
+TEST(GroupNormActivation, EveryActivationOnEveryPathMatchesTheJit) {
+  for (const std::string expression :
+       {"torch.relu(torch.group_norm(x, 2, w, b))",
+        "torch.sigmoid(torch.group_norm(x, 4, w, None, 1e-3))",
+        "torch.tanh(torch.group_norm(x, 1, None, b))", "torch.silu(torch.group_norm(x, 2, w, b))",
+        "torch.gelu(torch.group_norm(x, 4))",
+        "torch.gelu(torch.group_norm(x, 2, w, b), approximate='tanh')"}) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x, w, b", expression);
+    expectAllOutVariant(source, 1); // the one fused node
+    expectMatchesJit(
+        source,
+        {inputs({randnFloat({2, 4, 5}), randnFloat({4}), randnFloat({4})}),
+         inputs({randnFloat({8, 64, 700}) * 3, randnFloat({64}), randnFloat({64})}),
+         inputs({channelsLast({2, 8, 3, 5}), randnFloat({8}), randnFloat({8})}),
+         inputs({randnFloat({1, 2001, 64}).transpose(1, 2), randnFloat({64}), randnFloat({64})}),
+         inputs({randnFloat({30, 2, 8}).permute({1, 2, 0}), randnFloat({8}), randnFloat({8})}),
+         inputs({randnDouble({3, 8, 4, 6}), randnDouble({8}), randnDouble({8})})},
+        1e-4);
+  }
+}
+
+// A normalized value read by more than its activation is not fused (the activation would
+// change what the other reader sees).
+TEST(GroupNormActivation, AValueReadTwiceStaysUnfused) {
+  const std::string source =
+      "def forward(self, x):\n    y = torch.group_norm(x, 2)\n    return torch.relu(y), y\n";
+  expectAllOutVariant(source, 2);
+  expectMatchesJit(source, {inputs({randnFloat({2, 4, 5})})}, 1e-5);
 }
 
 TEST(GroupNorm, ChannelsThatDoNotDivideAreAClearError) {
