@@ -1,33 +1,40 @@
+// Runs ops/shapes/cpu/transpose_loops.cpp's widest build (a copy owes ATen's capability no bits),
+// split over the threads.
 #include "ops/shapes/transpose_copy.h"
 
 #include <algorithm>
 
 #include "ops/core/parallelism.h"
+#include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops {
 
+#define SRT_DECLARE_TRANSPOSE_LOOPS(capability)                                                    \
+  namespace capability {                                                                           \
+  void transposeRowsLoop(const float* in, float* out, int64_t rows, int64_t cols,                  \
+                         int64_t row_begin, int64_t row_end);                                      \
+  }
+SRT_DECLARE_TRANSPOSE_LOOPS(DEFAULT)
+SRT_DECLARE_TRANSPOSE_LOOPS(AVX2)
+SRT_DECLARE_TRANSPOSE_LOOPS(AVX512)
+#undef SRT_DECLARE_TRANSPOSE_LOOPS
+
 void transposeMatrices(const float* in, float* out, int64_t batch, int64_t rows, int64_t cols,
                        WorkerPool* workers) {
-  constexpr int64_t kTile = 32;
-  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  static const auto loop = vec::widestOf(&DEFAULT::transposeRowsLoop, &AVX2::transposeRowsLoop,
+                                         &AVX512::transposeRowsLoop);
+  // Slices of 16 rows (one tile high) per task.
+  constexpr int64_t kSlice = 16;
+  const int64_t slices = (rows + kSlice - 1) / kSlice;
   const int64_t matrix = rows * cols;
-  splitIfWorthIt(workers, batch * row_tiles, 1,
+  splitIfWorthIt(workers, batch * slices, 1,
                  static_cast<double>(batch * matrix) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
-                   for (int64_t tile = begin; tile < end; ++tile) {
-                     const int64_t b = tile / row_tiles;
-                     const int64_t r0 = (tile % row_tiles) * kTile;
-                     const int64_t r1 = std::min(rows, r0 + kTile);
-                     const float* src = in + b * matrix;
-                     float* dst = out + b * matrix;
-                     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-                       const int64_t c1 = std::min(cols, c0 + kTile);
-                       for (int64_t c = c0; c < c1; ++c) {
-                         for (int64_t r = r0; r < r1; ++r) {
-                           dst[c * rows + r] = src[r * cols + c];
-                         }
-                       }
-                     }
+                   for (int64_t slice = begin; slice < end; ++slice) {
+                     const int64_t b = slice / slices;
+                     const int64_t first = (slice % slices) * kSlice;
+                     loop(in + b * matrix, out + b * matrix, rows, cols, first,
+                          std::min(rows, first + kSlice));
                    }
                  });
 }

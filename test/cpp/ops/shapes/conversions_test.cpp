@@ -148,7 +148,8 @@ def forward(self, x):
 
 // Many channels between channels last (or a 1-D convolution's [N, C, L] with channel stride 1)
 // and contiguous take the tiled transpose (ops/shapes/transpose_copy.h): the same values as ATen's
-// copy, both ways, sizes that are no multiple of its tiles, size-1 dims, one and two threads;
+// copy, both ways, sizes that are and are not multiples of its tiles, size-1 dims, one and two
+// threads;
 // what is neither layout ATen's copy.
 TEST(Conversions, ManyChannelsTransposeBetweenLayouts) {
   StaticModule module(scriptModule(R"JIT(
@@ -162,7 +163,11 @@ def forward(self, x):
       torch::randn({1, 45, 1, 1}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({2, 300, 48}).transpose(1, 2),
       torch::randn({1, 37, 3, 50}).transpose(1, 3), // [1, 50, 3, 37]: neither layout
-      torch::randn({4, 1, 6, 5}).contiguous(at::MemoryFormat::ChannelsLast)};
+      torch::randn({4, 1, 6, 5}).contiguous(at::MemoryFormat::ChannelsLast),
+      // Whole 16 x 16 tiles only (transposed in registers on AVX-512), and enough of them to
+      // split over the threads.
+      torch::randn({1, 64, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({2, 48, 40, 40})};
   for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
     RuntimeOptions options;
     options.intra_op_threads = 2;
