@@ -89,11 +89,11 @@ bool readsPlainIntoChannelsLast(const Node* conv) {
 }
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
-// kernels write the input's format), ATen's element-wise, pooling and concatenation kernels,
-// constant padding, prelu and group_norm (ours keep a channels-innermost input's layout; without
-// them in this list
-// a 1-D convolution network's group norms broke every chain: Conv-TasNet spent more time in the
-// conversions than in its convolutions).
+// kernels write the input's format), ATen's element-wise, pooling, upsampling (nearest and
+// bilinear: feature pyramids and U-Nets upsample between convolutions) and concatenation
+// kernels, constant padding, prelu and group_norm (ours keep a channels-innermost input's layout;
+// without them in this list a 1-D convolution network's group norms broke every chain: Conv-TasNet
+// spent more time in the conversions than in its convolutions).
 bool keepsFormat(const Node* node) {
   static const std::unordered_set<std::string> kOps = {"aten::conv2d",
                                                        "srt::fused_conv2d",
@@ -117,6 +117,8 @@ bool keepsFormat(const Node* node) {
                                                        "aten::avg_pool2d",
                                                        "aten::adaptive_avg_pool2d",
                                                        "aten::adaptive_avg_pool3d",
+                                                       "aten::upsample_nearest2d",
+                                                       "aten::upsample_bilinear2d",
                                                        "aten::conv_transpose2d",
                                                        "aten::conv_transpose3d",
                                                        "srt::variadic_cat",
@@ -137,10 +139,22 @@ bool isView(const Node* node) {
   return kViews.count(node->kind().toQualString()) != 0;
 }
 
+// Queries whose answer no layout changes, wherever they are: F.interpolate's shape checks read
+// `input.shape` inside the branch that raises, and a reader in a block otherwise counts as an
+// observer, which cost a conversion of the whole activation on every run.
+bool blindToLayout(const Node* user) {
+  static const std::unordered_set<std::string> kBlind = {
+      "aten::size", "aten::dim", "aten::numel", "aten::len", "prim::dtype", "prim::device"};
+  return kBlind.count(user->kind().toQualString()) != 0;
+}
+
 bool observesStrides(const Node* user) {
   static const std::unordered_set<std::string> kObservers = {
       "aten::view", "aten::stride", "aten::is_contiguous", "aten::as_strided",
       "aten::storage_offset"};
+  if (blindToLayout(user)) {
+    return false;
+  }
   return kObservers.count(user->kind().toQualString()) != 0 || !user->blocks().empty() ||
          user->kind() == c10::prim::Return || !isTopLevel(user);
 }

@@ -55,6 +55,34 @@ TEST_F(ChannelsLastPass, ConvertsAtTheInputAndRestoresAtTheOutputs) {
   EXPECT_TRUE(outputs[1].toTensor().is_contiguous()) << "the caller gets NCHW, as from eager";
 }
 
+// A feature pyramid's top-down step: the coarse map upsampled (nearest and bilinear, as
+// F.interpolate calls them, after its check that reads the shape in the branch that raises) and
+// added to the fine one. Upsampling keeps channels last and a shape read in a block sees no
+// layout, so the activations are converted once in and once out, not around each upsampling.
+TEST_F(ChannelsLastPass, UpsamplingKeepsTheLayout) {
+  const torch::jit::Module module = network(R"JIT(
+def forward(self, x):
+    fine = torch.relu(torch.conv2d(x, self.stem, self.bias, 1, 1))
+    coarse = torch.conv2d(fine, self.body, self.bias, 2, 1)
+    scale = 1.0
+    if bool(coarse.sum() > 1e30):
+        scale = float(coarse.size(1))
+    near = torch.upsample_nearest2d(coarse, [fine.size(2), fine.size(3)], None)
+    smooth = torch.upsample_bilinear2d(coarse, None, False, [2.0, 2.0])
+    a = torch.conv2d(near, self.body, self.bias, 1, 1)
+    b = torch.conv2d(smooth, self.body, self.bias, 1, 1)
+    return a * b, scale
+)JIT",
+                                            32);
+  StaticModule prepared(module);
+  // Into channels last at the input, back at the returned product: none for the upsampled
+  // maps' convolutions, none for the size read in the branch.
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 3, 16, 16})}, {}}, {{torch::randn({2, 3, 12, 20})}, {}}}, {},
+                   1e-4);
+}
+
 // Conv-TasNet's block as torchaudio writes it: 1-D convolutions with PReLU and GroupNorm between
 // them. Both keep the layout, so the activations stay channels last from the first convolution to
 // the output; a view of the last group norm gets NCHW.
