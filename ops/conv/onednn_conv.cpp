@@ -585,6 +585,26 @@ dnnl::primitive_desc plainIntoOtherLayout(const OneDnnConvWeight& w, const ConvS
   }
 }
 
+// Where activations forced into the blocked layout left oneDNN only its reference kernel
+// (`forced`): the direct convolution with activations in the layout oneDNN picks, reordered from
+// and to the blocked tensors by the caller, where that is not the reference kernel; else `forced`.
+// oneDNN's blocked kernels take a few channels (a bottleneck's 8 or 12, padded to a block) only
+// from a plain input: RAFT's 8 -> 8 3x3 at 64x64 between blocked 1x1s took 68 ms on the
+// reference kernel, hundreds of times what the reorders cost.
+dnnl::primitive_desc unforcedLayout(const OneDnnConvWeight& w, const ConvShape& shape,
+                                    const dnnl::primitive_attr& attr, dnnl::primitive_desc forced) {
+  try {
+    const memory::desc any_src(shape.src, w.multiply, memory::format_tag::any);
+    const memory::desc any_dst(shape.dst, kF32, memory::format_tag::any);
+    const memory::desc any_weights(weightDims(w), w.multiply, memory::format_tag::any);
+    dnnl::primitive_desc pd =
+        primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect, &shape.pad);
+    return isReferenceImplementation(pd) ? forced : pd;
+  } catch (const dnnl::error&) {
+    return forced;
+  }
+}
+
 // Whether a Winograd weight's convolution may fall back to the direct algorithm (repacking the
 // weight for it) where no Winograd implementation reads the packed layout.
 enum class DirectFallback { kAllowed, kRefused };
@@ -639,6 +659,9 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
       } catch (const dnnl::error&) {
         return; // no implementation for these arguments: the fallback runs the node
       }
+    }
+    if (blocked && isReferenceImplementation(pd)) {
+      pd = unforcedLayout(w, shape, attr, std::move(pd));
     }
   }
   // An implementation can accept the descriptors and still fail to generate its kernel (oneDNN

@@ -5,6 +5,7 @@
 // get srt::from_blocked. The results match the JIT through our kernels (layouts, batches, shapes,
 // twice each, with the runtime's own workers too) and through the ops' JIT references; short
 // chains and 3x3 convolutions of many channels stay channels last.
+#include <dnnl.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
@@ -117,6 +118,42 @@ def forward(self, x):
       EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
           << "batch " << batch << ", run " << run;
     }
+  }
+}
+
+// A bottleneck of few channels (RAFT's 8, padded to one block) inside a blocked chain: oneDNN's
+// blocked kernels refuse such a convolution on a blocked input and answer with its reference
+// kernel, hundreds of times slower (68 ms for an 8 -> 8 3x3 at 64x64). Every convolution must
+// run on an optimized kernel (checked in oneDNN's verbose log) and match the JIT.
+TEST(BlockedLayout, FewChannelBottlenecksAvoidTheReferenceKernel) {
+  for (const int64_t narrow : {8, 12}) {
+    torch::jit::Module module("Bottleneck");
+    module.register_parameter("reduce", convWeight(narrow, 32, 1), false);
+    module.register_parameter("middle", convWeight(narrow, narrow, 3), false);
+    module.register_parameter("restore", convWeight(32, narrow, 1), false);
+    module.register_parameter("dw", convWeight(32, 1, 3), false);
+    module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.reduce))
+    b = torch.relu(torch.conv2d(a, self.middle, None, 1, 1))
+    c = torch.relu(torch.conv2d(b, self.restore) + x)
+    return torch.conv2d(c, self.dw, None, 1, 1, 1, 32)
+)JIT");
+    module.eval();
+    StaticModule built(module);
+    EXPECT_EQ(countOp(built.graph(), "srt::blocked_conv2d"), 4u) << built.graph();
+    StaticRuntime runtime(built);
+    const at::Tensor x = torch::randn({1, 32, 24, 20});
+    const at::Tensor expected = module.forward({x}).toTensor();
+    runtime({x}); // builds the primitives
+    ::testing::internal::CaptureStdout();
+    dnnl_set_verbose(1);
+    const at::Tensor got = runtime({x}).toTensor();
+    dnnl_set_verbose(0);
+    const std::string log = ::testing::internal::GetCapturedStdout();
+    EXPECT_TRUE(torch::allclose(got, expected, 1e-4, 1e-4)) << narrow << " channels";
+    EXPECT_NE(log.find("exec,cpu,convolution"), std::string::npos) << log;
+    EXPECT_EQ(log.find("convolution,ref"), std::string::npos) << narrow << " channels:\n" << log;
   }
 }
 
