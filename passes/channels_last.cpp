@@ -89,11 +89,12 @@ bool readsPlainIntoChannelsLast(const Node* conv) {
 }
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
-// kernels write the input's format), ATen's element-wise, pooling, upsampling (nearest and
-// bilinear: feature pyramids and U-Nets upsample between convolutions) and concatenation
-// kernels, constant padding, prelu and group_norm (ours keep a channels-innermost input's layout;
-// without them in this list a 1-D convolution network's group norms broke every chain: Conv-TasNet
-// spent more time in the conversions than in its convolutions).
+// kernels write the input's format), ATen's element-wise and our fused chains of them, pooling,
+// upsampling (nearest and bilinear: feature pyramids and U-Nets upsample between convolutions)
+// and concatenation kernels, constant padding, prelu and group_norm (ours keep a
+// channels-innermost input's layout; without them in this list a 1-D convolution network's group
+// norms broke every chain: Conv-TasNet spent more time in the conversions than in its
+// convolutions).
 bool keepsFormat(const Node* node) {
   static const std::unordered_set<std::string> kOps = {"aten::conv2d",
                                                        "srt::fused_conv2d",
@@ -113,6 +114,7 @@ bool keepsFormat(const Node* node) {
                                                        "aten::mul",
                                                        "aten::div",
                                                        "aten::clamp",
+                                                       "srt::fused_elementwise",
                                                        "aten::max_pool2d",
                                                        "aten::avg_pool2d",
                                                        "aten::adaptive_avg_pool2d",

@@ -5,10 +5,15 @@
 // The JIT runs the reference implementation: the program's ATen ops, one after another. Our
 // out-variant kernel compiles the program once per node and, when every tensor input is float32
 // (any shape that broadcasts, any strides) and every scalar real, runs the bytecode over the
-// output in L1-sized blocks (ops/elementwise/fused_bytecode.h). Anything else (other dtypes,
-// complex scalars) runs the reference: same results, same node.
+// output in L1-sized blocks (ops/elementwise/fused_bytecode.h), in the output's memory order: laid
+// out like its inputs of its own shape where they agree on a dense layout (channels last, a
+// permuted view), as ATen lays out an element-wise result, else contiguous. Anything else (other
+// dtypes, complex scalars) runs the reference: same results, same node.
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -250,12 +255,13 @@ bool broadcastSizes(const ProcessedNode& p, at::DimVector& sizes) {
   return true;
 }
 
-// How input `t` is read for an output of `sizes`: streamed when laid out like it, a single
-// value, or gathered through `layout` (dimensions merged wherever the strides continue, so a
-// [C] bias over [N, C] is one dimension of stride 0 over N and one of stride 1 over C).
-// False when the merged layout still has more than kMaxDims dimensions.
-bool bindTensor(const at::Tensor& t, at::IntArrayRef sizes, InputBinding& binding,
-                InputLayout& layout) {
+// How input `t` is read for an output of `sizes` walked in the dimension order `order` (outermost
+// first: the output's memory order): streamed when laid out like the output, a single value, or
+// gathered through `layout` (dimensions merged wherever the strides continue, so a [C] bias over
+// [N, C] is one dimension of stride 0 over N and one of stride 1 over C). False when the merged
+// layout still has more than kMaxDims dimensions.
+bool bindTensor(const at::Tensor& t, at::IntArrayRef sizes, at::IntArrayRef order,
+                InputBinding& binding, InputLayout& layout) {
   binding.layout = nullptr;
   if (t.numel() == 1) {
     binding.data = nullptr;
@@ -267,7 +273,8 @@ bool bindTensor(const at::Tensor& t, at::IntArrayRef sizes, InputBinding& bindin
   at::DimVector merged_sizes;
   at::DimVector merged_strides;
   const int64_t lead = static_cast<int64_t>(sizes.size()) - t.dim();
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+  for (int64_t k = static_cast<int64_t>(order.size()) - 1; k >= 0; --k) {
+    const int64_t d = order[k];
     if (sizes[d] == 1) {
       continue;
     }
@@ -294,11 +301,53 @@ bool bindTensor(const at::Tensor& t, at::IntArrayRef sizes, InputBinding& bindin
   return true;
 }
 
+// The input whose layout the output takes, as ATen's element-wise kernels lay their output out
+// like their operands: the first tensor input of the output's sizes, where it is dense but not
+// contiguous (channels last, or a permuted view such as ConvNeXt's blocks' output) and every
+// other input of the output's sizes has its strides; nullptr otherwise (a contiguous output).
+// A contiguous output here made every such node gather its inputs across the strides, 6x slower
+// than streaming them, and the convolution after it convert the result back.
+const at::Tensor* layoutSource(const ProcessedNode& p, at::IntArrayRef sizes) {
+  const at::Tensor* source = nullptr;
+  for (size_t i = 1; i < p.numInputs(); ++i) {
+    if (!p.input(i).isTensor()) {
+      continue;
+    }
+    const at::Tensor& t = p.input(i).toTensor();
+    if (t.sizes() != sizes) {
+      continue;
+    }
+    if (source == nullptr) {
+      if (t.is_contiguous() || !t.is_non_overlapping_and_dense()) {
+        return nullptr;
+      }
+      source = &t;
+    } else if (t.strides() != source->strides()) {
+      return nullptr;
+    }
+  }
+  return source;
+}
+
+// The dimensions of `source` from the largest stride to the smallest (size-1 dimensions, whose
+// strides say nothing, first): its memory order.
+void memoryOrder(const at::Tensor& source, at::DimVector& order) {
+  order.resize(source.dim());
+  std::iota(order.begin(), order.end(), 0);
+  const auto key = [&](int64_t d) {
+    return source.size(d) == 1 ? std::numeric_limits<int64_t>::max() : source.stride(d);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return key(a) > key(b); });
+}
+
 // What one fast-path run reads: kept on the stack, so binding allocates nothing.
 struct FastPathInputs {
   std::array<InputBinding, kMaxInputs> bindings;
   std::array<InputLayout, kMaxInputs> layouts;
   at::DimVector sizes;
+  at::DimVector order;                       // the output's dimensions in its memory order
+  const at::Tensor* layout_source = nullptr; // whose strides the output takes; null: contiguous
 };
 
 // Binds the inputs for the fast path and finds the output's sizes; false when an input is not a
@@ -337,10 +386,17 @@ bool bindFastPath(const ProcessedNode& p, const CompiledNode& compiled, FastPath
   if (c10::multiply_integers(fast.sizes) == 0) {
     return true; // nothing to read
   }
+  fast.layout_source = layoutSource(p, fast.sizes);
+  if (fast.layout_source != nullptr) {
+    memoryOrder(*fast.layout_source, fast.order);
+  } else {
+    fast.order.resize(fast.sizes.size());
+    std::iota(fast.order.begin(), fast.order.end(), 0);
+  }
   for (size_t i = 0; i < num_inputs; ++i) {
     const c10::IValue& input = p.input(i + 1);
     if (input.isTensor() &&
-        !bindTensor(input.toTensor(), fast.sizes, fast.bindings[i], fast.layouts[i])) {
+        !bindTensor(input.toTensor(), fast.sizes, fast.order, fast.bindings[i], fast.layouts[i])) {
       return false;
     }
   }
@@ -352,7 +408,13 @@ void runNode(const CompiledNode& compiled, ProcessedNode& p) {
   if (compiled.bytecode) {
     FastPathInputs fast;
     if (bindFastPath(p, compiled, fast)) {
-      at::Tensor& out = contiguousOutput(p, 0, fast.sizes, at::TensorOptions().dtype(at::kFloat));
+      at::Tensor& out =
+          fast.layout_source != nullptr
+              ? outputTensor(p, 0, at::TensorOptions().dtype(at::kFloat))
+              : contiguousOutput(p, 0, fast.sizes, at::TensorOptions().dtype(at::kFloat));
+      if (fast.layout_source != nullptr) {
+        resizePreservingLayout(out, *fast.layout_source);
+      }
       if (out.numel() > 0) {
         run(*compiled.bytecode, fast.bindings.data(), floatData(out), out.numel(), p.workers());
       }

@@ -83,6 +83,25 @@ def forward(self, x):
                    1e-4);
 }
 
+// A chain of element-wise ops between convolutions, fused into one node, keeps the layout too:
+// its kernel writes the layout its operands agree on, so no conversion runs around it.
+TEST_F(ChannelsLastPass, FusedElementwiseChainsKeepTheLayout) {
+  const torch::jit::Module module = network(R"JIT(
+def forward(self, x):
+    y = torch.conv2d(x, self.stem, self.bias, 1, 1)
+    z = torch.conv2d(y, self.body, self.bias, 1, 1)
+    h = (torch.abs(z) - y) * y + 0.5
+    return torch.conv2d(h, self.body, self.bias, 1, 1)
+)JIT",
+                                            32);
+  StaticModule prepared(module);
+  EXPECT_EQ(countKind(prepared.graph(), "srt::fused_elementwise"), 1u) << prepared.graph();
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  expectMatchesJit(module,
+                   {{{torch::randn({1, 3, 16, 16})}, {}}, {{torch::randn({2, 3, 12, 20})}, {}}}, {},
+                   1e-4);
+}
+
 // Conv-TasNet's block as torchaudio writes it: 1-D convolutions with PReLU and GroupNorm between
 // them. Both keep the layout, so the activations stay channels last from the first convolution to
 // the output; a view of the last group norm gets NCHW.

@@ -264,6 +264,45 @@ TEST(FusedElementwise, KernelMatchesReferenceOnEveryLayout) {
       });
 }
 
+// The output is laid out as ATen lays out the ops' result: like the inputs of its shape where
+// they agree on a dense layout (channels last, a permuted view, beside broadcast operands), read
+// and written in that memory order; contiguous where they disagree. Run twice: the second run
+// writes into the first one's output.
+TEST(FusedElementwise, OutputTakesTheLayoutOfItsInputs) {
+  const auto graph = fusedGraph("add(mul(relu(x0), x1), x2)", {"Tensor", "Tensor", "Tensor"});
+  StaticModule module(graph);
+  const auto channels_last = [](at::Tensor t) {
+    return t.contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  const at::Tensor cl = channels_last(torch::randn({2, 8, 5, 6}));
+  const at::Tensor permuted = torch::randn({2, 5, 6, 8}).permute({0, 3, 1, 2});
+  const at::Tensor sequence = torch::randn({3, 70, 9}).permute({0, 2, 1});
+  const std::vector<std::pair<std::string, std::vector<c10::IValue>>> cases = {
+      {"channels last", {cl, channels_last(torch::randn({2, 8, 5, 6})), cl}},
+      {"broadcast scale",
+       {cl, torch::randn({2, 8, 1, 1}), channels_last(torch::randn({2, 8, 5, 6}))}},
+      {"permuted view",
+       {permuted, torch::randn({8, 1, 1}), torch::randn({2, 5, 6, 8}).permute({0, 3, 1, 2})}},
+      {"3-D, threads",
+       {sequence, torch::randn({9, 1}), torch::randn({3, 70, 9}).permute({0, 2, 1})}},
+  };
+  for (int run = 0; run < 2; ++run) {
+    for (const auto& [name, inputs] : cases) {
+      const at::Tensor expected = runWithJit(graph, inputs).at(0).toTensor();
+      const at::Tensor actual = module(inputs).toTensor();
+      EXPECT_EQ(compareIValues(expected, actual), "") << name;
+      EXPECT_EQ(actual.strides(), inputs[0].toTensor().strides()) << name;
+      EXPECT_EQ(actual.strides(), expected.strides()) << name;
+    }
+    // Inputs of the output's shape in two layouts: contiguous, values as ATen's.
+    const std::vector<c10::IValue> mixed = {cl, torch::randn({8, 1, 1}),
+                                            torch::randn({2, 8, 5, 6})};
+    const at::Tensor actual = module(mixed).toTensor();
+    EXPECT_EQ(compareIValues(runWithJit(graph, mixed).at(0), actual), "");
+    EXPECT_TRUE(actual.is_contiguous());
+  }
+}
+
 TEST(FusedElementwise, OtherDtypesRunTheReference) {
   const auto graph = fusedGraph("sigmoid(add(mul(x0, 0.5), x1, 2))", {"Tensor", "Tensor"});
   expectKernelMatchesReference(
