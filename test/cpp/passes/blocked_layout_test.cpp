@@ -5,12 +5,12 @@
 // get srt::from_blocked. The results match the JIT through our kernels (layouts, batches, shapes,
 // twice each, with the runtime's own workers too) and through the ops' JIT references; short
 // chains and 3x3 convolutions of many channels stay channels last.
-#include <dnnl.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
 
 #include "harness/differential.h"
+#include "harness/onednn_log.h"
 #include "harness/pass_testing.h"
 #include "passes/graph_passes.h"
 #include "passes/prepare.h"
@@ -146,11 +146,8 @@ def forward(self, x):
     const at::Tensor x = torch::randn({1, 32, 24, 20});
     const at::Tensor expected = module.forward({x}).toTensor();
     runtime({x}); // builds the primitives
-    ::testing::internal::CaptureStdout();
-    dnnl_set_verbose(1);
-    const at::Tensor got = runtime({x}).toTensor();
-    dnnl_set_verbose(0);
-    const std::string log = ::testing::internal::GetCapturedStdout();
+    at::Tensor got;
+    const std::string log = oneDnnLog([&] { got = runtime({x}).toTensor(); });
     EXPECT_TRUE(torch::allclose(got, expected, 1e-4, 1e-4)) << narrow << " channels";
     EXPECT_NE(log.find("exec,cpu,convolution"), std::string::npos) << log;
     EXPECT_EQ(log.find("convolution,ref"), std::string::npos) << narrow << " channels:\n" << log;

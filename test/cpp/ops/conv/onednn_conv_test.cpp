@@ -7,6 +7,7 @@
 
 #include "harness/differential.h"
 #include "harness/kernel_kinds.h"
+#include "harness/onednn_log.h"
 
 namespace srt::testing {
 namespace {
@@ -86,6 +87,40 @@ def forward(self, x):
     EXPECT_TRUE(
         torch::allclose(y, at::conv2d(x, module.attr("weight").toTensor(), {}, 1, 1), 1e-4, 1e-4));
   }
+}
+
+// Grouped convolutions of few channels per group (ResNeXt-, RegNet-style and narrower) on
+// channels-last activations run oneDNN's direct kernel on them as they are: left to choose,
+// oneDNN took im2col + GEMM on NCHW (3-4x slower, reorders included) or a 4-channel blocked
+// layout whose reorders took most of the time.
+TEST(Conv2dOneDnn, GroupedConvolutionsRunDirectlyOnChannelsLast) {
+  const torch::jit::Module module = convModule({{"pairs", torch::randn({64, 2, 3, 3}) * 0.2},
+                                                {"halves", torch::randn({100, 4, 3, 3}) * 0.2},
+                                                {"quads", torch::randn({128, 4, 3, 3}) * 0.2},
+                                                {"bias", torch::randn({128})}},
+                                               R"JIT(
+def forward(self, x, y):
+    a = torch.relu(torch.conv2d(x, self.pairs, None, 1, 1, 1, 32))
+    b = torch.conv2d(y, self.halves, None, 1, 1, 1, 2)
+    return a, b, torch.conv2d(torch.cat([a, a], 1), self.quads, self.bias, 1, 1, 1, 32)
+)JIT");
+  const auto channels_last = [](at::Tensor t) {
+    return t.contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  const at::Tensor x = channels_last(torch::randn({1, 64, 20, 18}));
+  const at::Tensor y = channels_last(torch::randn({1, 8, 20, 18}));
+  expectMatchesJit(
+      module,
+      {{{x, y}, {}},
+       {{channels_last(torch::randn({2, 64, 9, 7})), channels_last(torch::randn({2, 8, 9, 7}))},
+        {}}},
+      {}, 1e-4);
+  StaticModule prepared(module);
+  prepared({x, y});
+  const std::string log = oneDnnLog([&] { prepared({x, y}); });
+  EXPECT_NE(log.find("exec,cpu,convolution"), std::string::npos) << log;
+  EXPECT_EQ(log.find("gemm"), std::string::npos) << log;
+  EXPECT_EQ(log.find("exec,cpu,reorder"), std::string::npos) << log;
 }
 
 // One input channel: a tensor contiguous both ways is read as its strides suggest: channels
