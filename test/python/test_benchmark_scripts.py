@@ -5,6 +5,7 @@ models they build. Nothing here is timed."""
 import copy
 import json
 import pathlib
+import random
 import subprocess
 import sys
 
@@ -14,7 +15,8 @@ import torch
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-import sequence_models  # noqa: E402  (needs the path above)
+import random_cnns  # noqa: E402  (needs the path above)
+import sequence_models  # noqa: E402
 
 
 def _run(model: str, description: str, skipped=()) -> dict:
@@ -100,3 +102,13 @@ def test_tables_add_the_bf16_column_only_when_it_was_measured():
     lstm = next(line for line in text.splitlines() if line.startswith("| an LSTM |"))
     # ours 200 µs, ours bf16 100 µs, ORT 400 µs: ours / ORT 0.50, bf16 / ORT 0.25.
     assert "| 200 µs | 100 µs | 0.50 |" in lstm and "| 0.25 |" in lstm
+
+
+def test_random_cnns_match_eager():
+    """benchmarks/random_cnns.py's networks (grouped, dilated, depthwise with a multiplier,
+    bottlenecks of few channels, squeeze-excitations, odd channel counts) through ours against
+    eager, two shapes each, twice each: the benchmark's own check, untimed."""
+    rng = random.Random(7)
+    for _ in range(12):
+        model, x, other = random_cnns.random_network(rng)
+        assert random_cnns.check(model, (x, other)) < 1e-4, random_cnns.describe(model)
