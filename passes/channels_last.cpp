@@ -90,8 +90,9 @@ bool readsPlainIntoChannelsLast(const Node* conv) {
 
 // Ops whose output is channels last when their (first) tensor input is: convolutions (our
 // kernels write the input's format), ATen's element-wise and our fused chains of them, pooling,
-// upsampling (nearest and bilinear: feature pyramids and U-Nets upsample between convolutions)
-// and concatenation kernels, constant padding, prelu and group_norm (ours keep a
+// upsampling (feature pyramids and U-Nets upsample between convolutions; F.interpolate's branches
+// for the other ranks never see a 4-D tensor, and one believed channels last that is not only
+// costs a reorder) and concatenation kernels, constant padding, prelu and group_norm (ours keep a
 // channels-innermost input's layout; without them in this list a 1-D convolution network's group
 // norms broke every chain: Conv-TasNet spent more time in the conversions than in its
 // convolutions).
@@ -119,8 +120,13 @@ bool keepsFormat(const Node* node) {
                                                        "aten::avg_pool2d",
                                                        "aten::adaptive_avg_pool2d",
                                                        "aten::adaptive_avg_pool3d",
+                                                       "aten::upsample_nearest1d",
                                                        "aten::upsample_nearest2d",
+                                                       "aten::upsample_nearest3d",
+                                                       "aten::upsample_linear1d",
                                                        "aten::upsample_bilinear2d",
+                                                       "aten::upsample_bicubic2d",
+                                                       "aten::upsample_trilinear3d",
                                                        "aten::conv_transpose2d",
                                                        "aten::conv_transpose3d",
                                                        "srt::variadic_cat",
@@ -150,15 +156,16 @@ bool blindToLayout(const Node* user) {
   return kBlind.count(user->kind().toQualString()) != 0;
 }
 
-bool observesStrides(const Node* user) {
-  static const std::unordered_set<std::string> kObservers = {
-      "aten::view", "aten::stride", "aten::is_contiguous", "aten::as_strided",
-      "aten::storage_offset"};
-  if (blindToLayout(user)) {
-    return false;
+// Whether `node` sits in the blocks of prim::If nodes only (none of a Loop's, whose values flow
+// around from one iteration to the next).
+bool insideIfsOnly(const Node* node) {
+  for (const Node* owner = node->owningBlock()->owningNode(); owner != nullptr;
+       owner = owner->owningBlock()->owningNode()) {
+    if (owner->kind() != c10::prim::If) {
+      return false;
+    }
   }
-  return kObservers.count(user->kind().toQualString()) != 0 || !user->blocks().empty() ||
-         user->kind() == c10::prim::Return || !isTopLevel(user);
+  return true;
 }
 
 class ChannelsLast {
@@ -166,9 +173,23 @@ public:
   explicit ChannelsLast(std::shared_ptr<Graph>& graph) : graph_(graph) {}
 
   bool run() {
-    const std::vector<Node*> nodes(graph_->nodes().begin(), graph_->nodes().end());
+    propagate(graph_->block());
+    restoreWhereObserved();
+    return true;
+  }
+
+private:
+  // Follows the layout through `block` in graph order: top-level convolutions get their input
+  // converted to channels last (or read NCHW into it), and format-keeping ops and views of a
+  // channels-last value make one, inside If blocks too. An If's output is channels last where
+  // every branch that returns returns a channels-last value: F.interpolate dispatches on the
+  // input's rank (upsample_nearest1d / 2d / 3d, or raise) in blocks, which kept every upsampling
+  // of a U-Net decoder NCHW, converted there and back.
+  void propagate(torch::jit::Block* block) {
+    const std::vector<Node*> nodes(block->nodes().begin(), block->nodes().end());
     for (Node* node : nodes) {
-      if (runsOnOneDnnChannelsLast(node) && !channels_last_.count(node->input(0))) {
+      if (isTopLevel(node) && runsOnOneDnnChannelsLast(node) &&
+          !channels_last_.count(node->input(0))) {
         if (readsPlainIntoChannelsLast(node)) {
           node->i_(c10::Symbol::attr(ops::kChannelsLastOutput), 1);
           channels_last_.insert(node->output());
@@ -182,12 +203,64 @@ public:
           channels_last_.insert(output);
         }
       }
+      if (node->kind() == c10::prim::If && insideIfsOnly(node)) {
+        for (torch::jit::Block* branch : node->blocks()) {
+          propagate(branch);
+        }
+        for (size_t i = 0; i < node->outputs().size(); ++i) {
+          if (everyReturningBranchChannelsLast(node, i)) {
+            channels_last_.insert(node->output(i));
+          }
+        }
+      }
     }
-    restoreWhereObserved();
-    return true;
   }
 
-private:
+  // Whether every branch of `if_node` returns a channels-last value as output `i`, but those
+  // that raise (their result prim::Uninitialized), and at least one returns.
+  bool everyReturningBranchChannelsLast(Node* if_node, size_t i) const {
+    bool any = false;
+    for (torch::jit::Block* branch : if_node->blocks()) {
+      Value* returned = branch->outputs()[i];
+      if (returned->node()->kind() == c10::prim::Uninitialized) {
+        continue;
+      }
+      if (channels_last_.count(returned) == 0) {
+        return false;
+      }
+      any = true;
+    }
+    return any;
+  }
+
+  // Whether `use` may depend on the strides: stride queries, view, as_strided, the graph's
+  // outputs, readers in a Loop's body, an If branch returning the value where the If's result is
+  // not channels last. Format-keeping ops and views in If branches are not: the layout is
+  // followed through them (propagate).
+  bool observesStrides(const torch::jit::Use& use) const {
+    const Node* user = use.user;
+    static const std::unordered_set<std::string> kObservers = {
+        "aten::view", "aten::stride", "aten::is_contiguous", "aten::as_strided",
+        "aten::storage_offset"};
+    if (blindToLayout(user)) {
+      return false;
+    }
+    if (kObservers.count(user->kind().toQualString()) != 0) {
+      return true;
+    }
+    if (isTopLevel(user)) {
+      return !user->blocks().empty() || user->kind() == c10::prim::Return;
+    }
+    if (!insideIfsOnly(user)) {
+      return true;
+    }
+    if (user->kind() == c10::prim::Return) {
+      Node* if_node = use.user->owningBlock()->owningNode();
+      return channels_last_.count(if_node->output(use.offset)) == 0;
+    }
+    return !(keepsFormat(user) || isView(user)) || !user->blocks().empty();
+  }
+
   // Element-wise kernels lay their output out like their channels-last operand, whichever
   // input it is (TensorIterator: `mask * features` is channels last too).
   bool anyInputChannelsLast(Node* node) const {
@@ -220,7 +293,7 @@ private:
     std::vector<std::pair<Value*, std::vector<torch::jit::Use>>> observed_uses;
     {
       const torch::jit::AliasDb alias_db(graph_, /*isFrozen=*/true);
-      for (Node* node : graph_->nodes()) {
+      for (Node* node : nodesInIfs(graph_->block())) {
         for (Value* value : node->outputs()) {
           if (channels_last_.count(value) == 0) {
             continue;
@@ -232,7 +305,7 @@ private:
               through_view |=
                   alias_db.mayContainAlias(output, value) && layoutMayBeObserved(alias_db, output);
             }
-            if (observesStrides(use.user) || through_view) {
+            if (observesStrides(use) || through_view) {
               observed.push_back(use);
             }
           }
@@ -249,11 +322,11 @@ private:
       if (now_plain.count(value) != 0) {
         continue;
       }
-      // Before the first reader, or the If/Loop that holds it.
+      // Before the first reader, or the If/Loop that holds it, in the value's own block.
       Node* first = nullptr;
       for (const torch::jit::Use& use : observed) {
         Node* reader = use.user;
-        while (!isTopLevel(reader)) {
+        while (reader->owningBlock() != value->node()->owningBlock()) {
           reader = reader->owningBlock()->owningNode();
         }
         first = first == nullptr || reader->isBefore(first) ? reader : first;
@@ -266,6 +339,21 @@ private:
         }
       }
     }
+  }
+
+  // The nodes of `block` and of the If branches in it, in graph order.
+  static std::vector<Node*> nodesInIfs(torch::jit::Block* block) {
+    std::vector<Node*> nodes;
+    for (Node* node : block->nodes()) {
+      nodes.push_back(node);
+      if (node->kind() == c10::prim::If) {
+        for (torch::jit::Block* branch : node->blocks()) {
+          const std::vector<Node*> inner = nodesInIfs(branch);
+          nodes.insert(nodes.end(), inner.begin(), inner.end());
+        }
+      }
+    }
+    return nodes;
   }
 
   std::shared_ptr<Graph>& graph_;

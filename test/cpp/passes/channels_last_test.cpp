@@ -102,6 +102,80 @@ def forward(self, x):
                    1e-4);
 }
 
+// F.interpolate as TorchScript compiles it: the kernel chosen by the input's rank in nested If
+// branches. The layout is followed through the branches: the If's result is channels last, and
+// no conversion runs around it. A view read in a branch still gets NCHW.
+TEST_F(ChannelsLastPass, RankDispatchInBranchesKeepsTheLayout) {
+  torch::jit::Module module("Decoder");
+  module.register_parameter("stem", torch::randn({16, 3, 3, 3}) * 0.3, false);
+  module.register_parameter("fuse", torch::randn({16, 32, 3, 3}) * 0.1, false);
+  module.register_parameter("bias", torch::randn({16}), false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.stem, self.bias, 1, 1))
+    if y.dim() == 3:
+        u = torch.upsample_nearest1d(y, None, [2.0])
+    elif y.dim() == 4:
+        u = torch.upsample_nearest2d(y, None, [2.0, 2.0])
+    else:
+        u = torch.upsample_nearest3d(y, None, [2.0, 2.0, 2.0])
+    z = torch.conv2d(torch.cat([u, u], 1), self.fuse, self.bias, 1, 1)
+    if bool(z.sum() > 0.0):
+        w = z.flatten(1)
+    else:
+        w = z.view(z.size(0), -1)
+    return w, u
+)JIT");
+  module.eval();
+  StaticModule prepared(module);
+  // The stem reads the NCHW input into channels last itself; back to NCHW before the branches
+  // that view z and for the returned u: none around the upsampling's branches.
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  expectMatchesJit(
+      module, {{{torch::randn({1, 3, 10, 12})}, {}}, {{torch::randn({2, 3, 7, 5})}, {}}}, {}, 1e-4);
+}
+
+// A branch that raises returns prim::Uninitialized: it says nothing about the layout, and the
+// If's result is channels last when the branches that return agree.
+TEST_F(ChannelsLastPass, RaisingBranchesDoNotDecideTheLayout) {
+  const auto graph = parsedGraph(R"IR(
+graph(%x : Tensor, %weight : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %four : int = prim::Constant[value=4]()
+  %two : float = prim::Constant[value=2.]()
+  %message : str = prim::Constant[value="expected a 4-D input"]()
+  %ones : int[] = prim::ListConstruct(%one, %one)
+  %scales : float[] = prim::ListConstruct(%two, %two)
+  %y : Tensor = aten::conv2d(%x, %weight, %none, %ones, %ones, %ones, %one)
+  %rank : int = aten::dim(%y)
+  %four_dims : bool = aten::eq(%rank, %four)
+  %u : Tensor = prim::If(%four_dims)
+    block0():
+      %up : Tensor = aten::upsample_nearest2d(%y, %none, %scales)
+      -> (%up)
+    block1():
+      prim::RaiseException(%message, %none)
+      %never : Tensor = prim::Uninitialized()
+      -> (%never)
+  %z : Tensor = aten::conv2d(%u, %weight, %none, %ones, %ones, %ones, %one)
+  return (%z)
+)IR");
+  // The weight a constant, as in a frozen module.
+  torch::jit::Value* weight = graph->inputs()[1];
+  {
+    torch::jit::WithInsertPoint start(graph->nodes().front());
+    weight->replaceAllUsesWith(graph->insertConstant(torch::randn({16, 16, 3, 3}) * 0.1));
+  }
+  graph->eraseInput(1);
+  const auto rewritten =
+      expectPassPreservesResults(passes::useChannelsLast, graph,
+                                 {{torch::randn({1, 16, 8, 6})}, {torch::randn({2, 16, 5, 9})}},
+                                 /*expect_changed=*/true, 1e-4);
+  // Into channels last before the first convolution, back for the output: none around the If.
+  EXPECT_EQ(countKind(*rewritten, "aten::contiguous"), 2u) << *rewritten;
+}
+
 // Conv-TasNet's block as torchaudio writes it: 1-D convolutions with PReLU and GroupNorm between
 // them. Both keep the layout, so the activations stay channels last from the first convolution to
 // the output; a view of the last group norm gets NCHW.
