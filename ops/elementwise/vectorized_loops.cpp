@@ -21,7 +21,7 @@ namespace srt::ops::vec {
                   Params params);                                                                  \
   void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, float* out,       \
                    int64_t n);                                                                     \
-  void softmaxRowsLoop(float* x, int64_t rows, int64_t n);                                         \
+  void softmaxRowsLoop(float* x, int64_t rows, int64_t n, int64_t ld);                             \
   void layerNormRowsLoop(const float* x, const float* gamma, const float* beta, float eps,         \
                          float* out, int64_t rows, int64_t n);                                     \
   float dotLoop(const float* x, const float* y, int64_t n);                                        \
@@ -157,10 +157,10 @@ void splitRowsOverThreads(int64_t rows, int64_t n, const Body& body,
 // Softmax and layer norm owe ATen no bits either (softmax's exp is our polynomial, layer norm's
 // sums run in an order of their own): the widest vectors. On AVX-512 machines whose ATen reports
 // AVX2, vit_b_16's softmax took 4.4 ms of 340 on AVX2.
-void softmaxRows(float* x, int64_t rows, int64_t n) {
+void softmaxRows(float* x, int64_t rows, int64_t n, int64_t ld) {
   const auto fn = widestLoops().softmax_rows;
   splitRowsOverThreads(rows, n,
-                       [&](int64_t begin, int64_t end) { fn(x + begin * n, end - begin, n); });
+                       [&](int64_t begin, int64_t end) { fn(x + begin * ld, end - begin, n, ld); });
 }
 
 void layerNormRows(const float* x, const float* gamma, const float* beta, float eps, float* out,

@@ -107,7 +107,9 @@ void mapFast(UnaryOp op, float* x, int64_t n);
 // and transformer layers (16 to 128 floats) cost less than a call each.
 // Each row replaced by its softmax: exp(x - max) * (1 / sum), as ATen's last-dimension softmax,
 // with a polynomial exp within 2 ulp of expf (ATen's is within 1): -inf keys give exactly 0.
-void softmaxRows(float* x, int64_t rows, int64_t n);
+// Rows `ld` floats apart (ld >= n: a row stride rounded up to whole vectors keeps every row's
+// loads and stores aligned).
+void softmaxRows(float* x, int64_t rows, int64_t n, int64_t ld);
 // out = (x - mean) * rstd * gamma + beta per row, rstd = 1 / sqrt(biased variance + eps); gamma
 // and beta are n floats or nullptr (then 1 and 0). `out` may be `x`.
 void layerNormRows(const float* x, const float* gamma, const float* beta, float eps, float* out,

@@ -6,11 +6,14 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include "ops/conv/pool_loops.h"
+#include "ops/elementwise/cpu/partial_vectors.h"
 
 namespace srt::ops::pooling {
 inline namespace CPU_CAPABILITY {
 
 using Vec = at::vec::Vectorized<float>;
+using vec::loadUpTo;
+using vec::storeUpTo;
 
 void maxPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
                                 int64_t h_end, int64_t dilation_h, const WindowAxis& width,
@@ -31,15 +34,10 @@ void maxPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channe
         const float* row = image + y * in_w * channels + c;
         for (int64_t x = w_start; x < w_end; x += width.dilation) {
           // maximum() propagates NaN, as ATen's pooling does.
-          acc = at::vec::maximum(acc, count == kWidth ? Vec::loadu(row + x * channels)
-                                                      : Vec::loadu(row + x * channels, count));
+          acc = at::vec::maximum(acc, loadUpTo(row + x * channels, count));
         }
       }
-      if (count == kWidth) {
-        acc.store(result + c);
-      } else {
-        acc.store(result + c, count);
-      }
+      storeUpTo(acc, result + c, count);
     }
   }
 }

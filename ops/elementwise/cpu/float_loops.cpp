@@ -72,7 +72,7 @@ template <int R> void softmaxRowGroup(float* x, int64_t ld, int64_t n) {
   Vec max_vec[R];
   for (int r = 0; r < R; ++r) {
     if (rest > 0) {
-      max[r] = Vec::set(max[r], rawMax(max[r], Vec::loadu(x + r * ld + whole, rest)), rest);
+      max[r] = Vec::set(max[r], rawMax(max[r], loadPartial(x + r * ld + whole, rest)), rest);
     }
     max_vec[r] = Vec(at::vec::vec_reduce_all<float>(rawMax, max[r]));
   }
@@ -92,8 +92,8 @@ template <int R> void softmaxRowGroup(float* x, int64_t ld, int64_t n) {
     if (rest > 0) {
       // The lanes past the row are not summed.
       const Vec e = Vec::set(
-          Vec(0.f), expOfNonPositive(Vec::loadu(x + r * ld + whole, rest) - max_vec[r]), rest);
-      e.store(x + r * ld + whole, rest);
+          Vec(0.f), expOfNonPositive(loadPartial(x + r * ld + whole, rest) - max_vec[r]), rest);
+      storePartial(e, x + r * ld + whole, rest);
       sum[r] = sum[r] + e;
     }
     inverse[r] =
@@ -106,7 +106,7 @@ template <int R> void softmaxRowGroup(float* x, int64_t ld, int64_t n) {
   }
   if (rest > 0) {
     for (int r = 0; r < R; ++r) {
-      (Vec::loadu(x + r * ld + whole, rest) * inverse[r]).store(x + r * ld + whole, rest);
+      storePartial(loadPartial(x + r * ld + whole, rest) * inverse[r], x + r * ld + whole, rest);
     }
   }
 }
@@ -150,14 +150,14 @@ void layerNormRow(const float* x, const float* gamma, const float* beta, float e
 
 } // namespace
 
-void softmaxRowsLoop(float* x, int64_t rows, int64_t n) {
+void softmaxRowsLoop(float* x, int64_t rows, int64_t n, int64_t ld) {
   constexpr int kGroup = 4;
   int64_t r = 0;
   for (; r + kGroup <= rows; r += kGroup) {
-    softmaxRowGroup<kGroup>(x + r * n, n, n);
+    softmaxRowGroup<kGroup>(x + r * ld, ld, n);
   }
   for (; r < rows; ++r) {
-    softmaxRowGroup<1>(x + r * n, n, n);
+    softmaxRowGroup<1>(x + r * ld, ld, n);
   }
 }
 
@@ -179,9 +179,7 @@ void rowTimesColumns(const float* x, const float* w, int64_t ld, const float* bi
   Vec acc[V];
   for (int v = 0; v < V; ++v) {
     const int64_t count = std::clamp<int64_t>(n - j - v * kWidth, 0, kWidth);
-    acc[v] = bias == nullptr || count == 0 ? Vec(0.f)
-             : count == kWidth             ? Vec::loadu(bias + j + v * kWidth)
-                                           : Vec::loadu(bias + j + v * kWidth, count);
+    acc[v] = bias == nullptr || count == 0 ? Vec(0.f) : loadUpTo(bias + j + v * kWidth, count);
   }
   for (int64_t i = 0; i < k; ++i) {
     const Vec xi(x[i]);
@@ -192,10 +190,8 @@ void rowTimesColumns(const float* x, const float* w, int64_t ld, const float* bi
   }
   for (int v = 0; v < V; ++v) {
     const int64_t count = std::clamp<int64_t>(n - j - v * kWidth, 0, kWidth);
-    if (count == kWidth) {
-      acc[v].store(y + j + v * kWidth);
-    } else if (count > 0) {
-      acc[v].store(y + j + v * kWidth, count);
+    if (count > 0) {
+      storeUpTo(acc[v], y + j + v * kWidth, count);
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
+#include "ops/elementwise/cpu/partial_vectors.h"
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops::vec {
@@ -28,7 +29,7 @@ inline void applyFormula(float* out, int64_t n, const F& f, const Inputs*... in)
   }
   if (i < n) {
     const int64_t rest = n - i;
-    f(Vec::loadu(in + i, rest)...).store(out + i, rest);
+    storePartial(f(loadPartial(in + i, rest)...), out + i, rest);
   }
 }
 

@@ -46,11 +46,13 @@ struct Tile {
   int64_t prefetch_lines;
 };
 
-template <int R, typename Activation>
+// V: the vectors of the block computed, those that hold a valid column (a block's last columns
+// past n need none: keys 197 in 4 blocks computed 64 columns of the last for 5).
+template <int R, int V, typename Activation>
 __attribute__((always_inline)) inline void
 multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activation& activation) {
-  __m512 sums[R][kVectors];
-  for (int v = 0; v < kVectors; ++v) {
+  __m512 sums[R][V];
+  for (int v = 0; v < V; ++v) {
     const __m512 start = t.first && t.bias != nullptr
                              ? _mm512_maskz_loadu_ps(t.masks[v], t.bias + 16 * v)
                              : _mm512_setzero_ps();
@@ -62,19 +64,19 @@ multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activatio
     if (i < t.prefetch_lines) {
       _mm_prefetch(t.prefetch + 64 * i, _MM_HINT_T1);
     }
-    __m512 weights[kVectors];
-    for (int v = 0; v < kVectors; ++v) {
+    __m512 weights[V];
+    for (int v = 0; v < V; ++v) {
       weights[v] = _mm512_loadu_ps(t.b + i * kBlockedGemmWidth + 16 * v);
     }
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(t.a[r * t.lda + i]);
-      for (int v = 0; v < kVectors; ++v) {
+      for (int v = 0; v < V; ++v) {
         sums[r][v] = _mm512_fmadd_ps(x, weights[v], sums[r][v]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < kVectors; ++v) {
+    for (int v = 0; v < V; ++v) {
       __m512 y = sums[r][v];
       if (t.last) {
         y = activation(Vec(y));
@@ -91,30 +93,51 @@ multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activatio
   }
 }
 
-template <typename Activation>
+template <int V, typename Activation>
 void multiplyTileOfRows(int rows, const Tile& t, const BlockedGemmEpilogue& epilogue,
                         const Activation& activation) {
   switch (rows) {
   case 1:
-    return multiplyTile<1>(t, epilogue, activation);
+    return multiplyTile<1, V>(t, epilogue, activation);
   case 2:
-    return multiplyTile<2>(t, epilogue, activation);
+    return multiplyTile<2, V>(t, epilogue, activation);
   case 3:
-    return multiplyTile<3>(t, epilogue, activation);
+    return multiplyTile<3, V>(t, epilogue, activation);
   case 4:
-    return multiplyTile<4>(t, epilogue, activation);
+    return multiplyTile<4, V>(t, epilogue, activation);
   case 5:
-    return multiplyTile<5>(t, epilogue, activation);
+    return multiplyTile<5, V>(t, epilogue, activation);
   default:
-    return multiplyTile<6>(t, epilogue, activation);
+    return multiplyTile<6, V>(t, epilogue, activation);
   }
+}
+
+// A tile of a block of `vectors` valid vectors: narrower tiles only where kNarrowTails (the
+// epilogue without activation: attention's products, whose key counts are rarely whole blocks),
+// so that every activation's loop is not compiled four times over.
+template <bool kNarrowTails, typename Activation>
+void multiplyTileOfBlock(int vectors, int rows, const Tile& t, const BlockedGemmEpilogue& epilogue,
+                         const Activation& activation) {
+  if constexpr (kNarrowTails) {
+    switch (vectors) {
+    case 1:
+      return multiplyTileOfRows<1>(rows, t, epilogue, activation);
+    case 2:
+      return multiplyTileOfRows<2>(rows, t, epilogue, activation);
+    case 3:
+      return multiplyTileOfRows<3>(rows, t, epilogue, activation);
+    default:
+      break;
+    }
+  }
+  multiplyTileOfRows<kVectors>(rows, t, epilogue, activation);
 }
 
 // Rows [row_begin, row_end) x column blocks [block_begin, block_end): each column block front to
 // back in depth blocks, each depth block multiplied by every tile of the rows (their slice of
 // `a`, at most kBlockedGemmMaxRows x kDepthBlock floats, stays in L2). The weight is read once,
 // in memory order, and each tile prefetches its share of the next depth block.
-template <typename Activation>
+template <bool kNarrowTails, typename Activation>
 void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, int64_t block_begin,
                     int64_t block_end, const Activation& activation) {
   const BlockedGemmEpilogue& epilogue = g.epilogue;
@@ -124,6 +147,7 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t column = block * kBlockedGemmWidth;
     const int64_t columns = std::min(kBlockedGemmWidth, g.n - column);
+    const int vectors = static_cast<int>((columns + 15) / 16);
     const float* block_weight = g.w + block * g.block_stride;
     for (int64_t i0 = 0; i0 < g.k; i0 += kDepthBlock) {
       const int64_t depth = std::min(kDepthBlock, g.k - i0);
@@ -162,7 +186,8 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
         const int64_t first_line = std::min(lines, tile * lines_per_tile);
         t.prefetch = reinterpret_cast<const char*>(next) + 64 * first_line;
         t.prefetch_lines = std::min(lines_per_tile, lines - first_line);
-        multiplyTileOfRows(static_cast<int>(tile_rows), t, epilogue, activation);
+        multiplyTileOfBlock<kNarrowTails>(vectors, static_cast<int>(tile_rows), t, epilogue,
+                                          activation);
         row += tile_rows;
       }
     }
@@ -174,12 +199,12 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
 void blockedGemmLoop(const BlockedGemm& g, int64_t row_begin, int64_t row_end, int64_t block_begin,
                      int64_t block_end) {
   if (!g.epilogue.activate) {
-    multiplyBlocks(g, row_begin, row_end, block_begin, block_end, [](Vec v) { return v; });
+    multiplyBlocks<true>(g, row_begin, row_end, block_begin, block_end, [](Vec v) { return v; });
     return;
   }
   // The fast formulas: the epilogue owes ATen no bits, its sums are in another order already.
   vec::visitFastFormula(g.epilogue.activation, [&](const auto& formula) {
-    multiplyBlocks(g, row_begin, row_end, block_begin, block_end, formula);
+    multiplyBlocks<false>(g, row_begin, row_end, block_begin, block_end, formula);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
+#include "ops/elementwise/cpu/partial_vectors.h"
 #include "ops/elementwise/cpu/polynomial_exp.h"
 #include "ops/recurrent/gate_loops.h"
 
@@ -123,23 +124,12 @@ template <typename F> inline void overVectors(int64_t n, const F& f) {
   }
 }
 
-inline Vec load(const float* p, int64_t count) {
-  return count == Vec::size() ? Vec::loadu(p) : Vec::loadu(p, count);
-}
-
-inline void store(const Vec& v, float* p, int64_t count) {
-  if (count == Vec::size()) {
-    v.store(p);
-  } else {
-    v.store(p, count);
-  }
-}
-
 // The pre-activation of gate `gate` at units [i, i + count).
 inline Vec preActivation(const float* x_proj, const float* h_proj, const float* bias,
                          int64_t hidden, int gate, int64_t i, int64_t count) {
   const int64_t at = gate * hidden + i;
-  return load(x_proj + at, count) + load(h_proj + at, count) + load(bias + at, count);
+  return vec::loadUpTo(x_proj + at, count) + vec::loadUpTo(h_proj + at, count) +
+         vec::loadUpTo(bias + at, count);
 }
 
 } // namespace
@@ -151,9 +141,9 @@ void lstmGatesLoop(const float* x_proj, const float* h_proj, const float* bias, 
     const Vec forget = vec::fastSigmoid(preActivation(x_proj, h_proj, bias, hidden, 1, i, count));
     const Vec cell = vec::fastTanh(preActivation(x_proj, h_proj, bias, hidden, 2, i, count));
     const Vec out = vec::fastSigmoid(preActivation(x_proj, h_proj, bias, hidden, 3, i, count));
-    const Vec c_new = forget * load(c + i, count) + in * cell;
-    store(c_new, c + i, count);
-    store(out * vec::fastTanh(c_new), h + i, count);
+    const Vec c_new = forget * vec::loadUpTo(c + i, count) + in * cell;
+    vec::storeUpTo(c_new, c + i, count);
+    vec::storeUpTo(out * vec::fastTanh(c_new), h + i, count);
   });
 }
 
@@ -163,10 +153,11 @@ void gruGatesLoop(const float* x_proj, const float* h_proj, const float* bias, c
     const Vec reset = vec::fastSigmoid(preActivation(x_proj, h_proj, bias, hidden, 0, i, count));
     const Vec update = vec::fastSigmoid(preActivation(x_proj, h_proj, bias, hidden, 1, i, count));
     const int64_t at = 2 * hidden + i;
-    const Vec candidate =
-        vec::fastTanh(load(x_proj + at, count) + load(bias + at, count) +
-                      reset * (load(h_proj + at, count) + load(bias_hn + i, count)));
-    store(candidate + update * (load(h_prev + i, count) - candidate), h + i, count);
+    const Vec candidate = vec::fastTanh(
+        vec::loadUpTo(x_proj + at, count) + vec::loadUpTo(bias + at, count) +
+        reset * (vec::loadUpTo(h_proj + at, count) + vec::loadUpTo(bias_hn + i, count)));
+    vec::storeUpTo(candidate + update * (vec::loadUpTo(h_prev + i, count) - candidate), h + i,
+                   count);
   });
 }
 
@@ -174,7 +165,7 @@ void rnnGatesLoop(const float* x_proj, const float* h_proj, const float* bias, f
                   int64_t hidden, bool relu) {
   overVectors(hidden, [&](int64_t i, int64_t count) {
     const Vec pre = preActivation(x_proj, h_proj, bias, hidden, 0, i, count);
-    store(relu ? at::vec::clamp_min(pre, Vec(0.f)) : vec::fastTanh(pre), h + i, count);
+    vec::storeUpTo(relu ? at::vec::clamp_min(pre, Vec(0.f)) : vec::fastTanh(pre), h + i, count);
   });
 }
 

@@ -159,18 +159,25 @@ TEST(ElementwiseFastPath, LoopsOnOwnWorkersAreTheWhole) {
   }
 }
 
+// Dense rows, and rows of a wider stride (attention's score rows, padded to whole cache lines)
+// whose padding stays untouched.
 TEST(RowKernels, SoftmaxRowsMatchesAten) {
   for (const int64_t n : {1, 7, 16, 33, 300}) {
-    SCOPED_TRACE(n);
-    at::Tensor x = torch::randn({5, n}) * 4;
-    if (n > 1) {
-      x[1][0] = -std::numeric_limits<float>::infinity(); // a masked key
-    }
-    at::Tensor rows = x.clone();
-    ops::vec::softmaxRows(rows.data_ptr<float>(), 5, n);
-    EXPECT_TRUE(torch::allclose(rows, torch::softmax(x, -1), 1e-6, 1e-7));
-    if (n > 1) {
-      EXPECT_EQ(rows[1][0].item<float>(), 0.f) << "a masked key weighs exactly nothing";
+    for (const int64_t pad : {0, 11}) {
+      SCOPED_TRACE(::testing::Message() << n << " floats, " << pad << " of padding");
+      at::Tensor x = torch::randn({5, n}) * 4;
+      if (n > 1) {
+        x[1][0] = -std::numeric_limits<float>::infinity(); // a masked key
+      }
+      at::Tensor stored = torch::full({5, n + pad}, 7.f);
+      stored.slice(1, 0, n).copy_(x);
+      ops::vec::softmaxRows(stored.data_ptr<float>(), 5, n, n + pad);
+      const at::Tensor rows = stored.slice(1, 0, n);
+      EXPECT_TRUE(torch::allclose(rows, torch::softmax(x, -1), 1e-6, 1e-7));
+      EXPECT_TRUE(torch::equal(stored.slice(1, n), torch::full({5, pad}, 7.f)));
+      if (n > 1) {
+        EXPECT_EQ(rows[1][0].item<float>(), 0.f) << "a masked key weighs exactly nothing";
+      }
     }
   }
 }
@@ -185,7 +192,7 @@ TEST(RowKernels, SoftmaxRowsKeepsNanAndWideRanges) {
                                .reshape({3, 4});
   const at::Tensor x = torch::cat({three, three});
   at::Tensor rows = x.clone();
-  ops::vec::softmaxRows(rows.data_ptr<float>(), 6, 4);
+  ops::vec::softmaxRows(rows.data_ptr<float>(), 6, 4, 4);
   const at::Tensor expected = torch::softmax(x, -1);
   for (const int64_t first : {0, 3}) {
     // exp(-90) is subnormal: ours flushes it to 0.
