@@ -16,4 +16,10 @@ class WorkerPool;
 void transposeMatrices(const float* in, float* out, int64_t batch, int64_t rows, int64_t cols,
                        WorkerPool* workers);
 
+// out[c][r] = in[r][c] for one rows x cols matrix whose rows are ld_in floats apart, into rows
+// ld_out floats apart, on the calling thread, in the same tiles (attention packs each head's keys
+// transposed with it).
+void transposeMatrix(const float* in, int64_t ld_in, float* out, int64_t ld_out, int64_t rows,
+                     int64_t cols);
+
 } // namespace srt::ops

@@ -63,22 +63,23 @@ void transposeTile(const float* in, int64_t ld_in, float* out, int64_t ld_out) {
 
 } // namespace
 
-// Rows [row_begin, row_end) of one rows x cols matrix `in` into its transpose `out`.
-void transposeRowsLoop(const float* in, float* out, int64_t rows, int64_t cols, int64_t row_begin,
-                       int64_t row_end) {
+// Rows [row_begin, row_end) of a matrix `in` of `cols` columns (rows ld_in floats apart) into its
+// transpose `out` (rows ld_out floats apart).
+void transposeRowsLoop(const float* in, int64_t ld_in, float* out, int64_t ld_out, int64_t cols,
+                       int64_t row_begin, int64_t row_end) {
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kTile) {
     const int64_t tile_rows = std::min(kTile, row_end - r0);
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
       const int64_t tile_cols = std::min(kTile, cols - c0);
-      const float* from = in + r0 * cols + c0;
-      float* to = out + c0 * rows + r0;
+      const float* from = in + r0 * ld_in + c0;
+      float* to = out + c0 * ld_out + r0;
 #if defined(CPU_CAPABILITY_AVX512)
       if (tile_rows == kTile && tile_cols == kTile) {
-        transposeTile(from, cols, to, rows);
+        transposeTile(from, ld_in, to, ld_out);
         continue;
       }
 #endif
-      transposeScalar(from, cols, to, rows, tile_rows, tile_cols);
+      transposeScalar(from, ld_in, to, ld_out, tile_rows, tile_cols);
     }
   }
 }
