@@ -84,6 +84,11 @@ bool useWinogradConvolutions(GraphPtr& graph);
 // srt::blocked_conv2d, conversions where something else reads them (blocked_layout.cpp).
 bool useBlockedLayout(GraphPtr& graph);
 
+// aten::mul(image, scale) feeding a packed or blocked convolution, the scale computed from a
+// global pooling (squeeze-excitation) -> srt::scaled_packed_conv2d / scaled_blocked_conv2d, which
+// scales the weight instead of the image where that is less work (conv_channel_scale.cpp).
+bool fuseConvChannelScales(GraphPtr& graph);
+
 // aten::linear / srt::fused_linear with a constant weight -> srt::fused_linear.packed on one
 // constant holding the weight packed for oneDNN; the plain weight constants become dead
 // (linear_weight_packing.cpp).

@@ -92,6 +92,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // the blocked kernels, Winograd's as they are); before dead_code, which drops the
       // channels-last weight constants and conversions it leaves unused.
       {"blocked_layout", useBlockedLayout},
+      // After blocked_layout and the weight packings, whose convolutions it takes as they end
+      // up (packed or blocked, Winograd or bfloat16: the kernel decides what it can scale).
+      {"conv_channel_scale", fuseConvChannelScales},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

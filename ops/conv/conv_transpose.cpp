@@ -129,7 +129,7 @@ std::optional<KernelFunction> convTransposeFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   return makeOneDnnConvKernel(std::move(packed), ConvEpilogue{}, /*residual_input=*/-1,
-                              ConvOutputLayout::kAsInput, referenceIntoOutput);
+                              /*scale_input=*/-1, ConvOutputLayout::kAsInput, referenceIntoOutput);
 }
 
 // A weight given at run time: ATen's op (by the node's op, whatever the weight's rank), whose

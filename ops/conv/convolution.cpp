@@ -48,6 +48,8 @@ constexpr const char* kFusedConv3dSchema =
 // Inputs of both ops; the fused one has these after the first seven.
 enum ConvInput { kInput = 0, kWeight, kBias, kStride, kPadding, kDilation, kGroups };
 enum FusedInput { kResidual = 7, kActivation, kActA, kActB };
+// srt::scaled_packed_conv2d / scaled_blocked_conv2d: the factors the input is multiplied by.
+constexpr int kScale = 11;
 
 // The activations srt::fused_conv2d applies, by name: the ATen op the conv_fusion pass took it
 // from (the reference), and the element-wise formula with its parameters from act_a / act_b.
@@ -189,6 +191,12 @@ template <int SpatialDims> void nativeConv(ProcessedNode& p) {
   p.output(0) = atenConv<SpatialDims>(p);
 }
 
+// The convolution's input: input 0, times the scale of srt::scaled_*_conv2d.
+at::Tensor convolvedInput(const ProcessedNode& p) {
+  const at::Tensor& input = p.input(kInput).toTensor();
+  return p.numInputs() > kScale ? at::mul(input, p.input(kScale).toTensor()) : input;
+}
+
 // ATen's result for the node (either op), copied into the node's output so the memory planner
 // keeps owning it: for what the kernels below do not cover (other dtypes, layouts, invalid
 // arguments, which ATen then reports).
@@ -197,7 +205,7 @@ void referenceIntoOutput(ProcessedNode& p) {
   const InferenceDispatch below_autograd;
   if (p.input(kWeight).isCustomClass()) {
     result = packedConvReference(
-        p.input(kInput).toTensor(), p.input(kWeight).toCustomClass<PackedConvWeight>(),
+        convolvedInput(p), p.input(kWeight).toCustomClass<PackedConvWeight>(),
         optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
         p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(), p.input(kGroups).toInt(),
         optionalTensor(p.input(kResidual)), p.input(kActivation).toStringRef(),
@@ -221,7 +229,7 @@ void referenceIntoOutput(ProcessedNode& p) {
 void blockedReferenceIntoOutput(ProcessedNode& p) {
   const InferenceDispatch below_autograd;
   const at::Tensor result = blockedConvReference(
-      p.input(kInput).toTensor(), p.input(kWeight).toCustomClass<PackedConvWeight>(),
+      convolvedInput(p), p.input(kWeight).toCustomClass<PackedConvWeight>(),
       optionalTensor(p.input(kBias)), p.input(kStride).toDimVector(),
       p.input(kPadding).toDimVector(), p.input(kDilation).toDimVector(), p.input(kGroups).toInt(),
       optionalTensor(p.input(kResidual)), p.input(kActivation).toStringRef(),
@@ -249,7 +257,7 @@ std::optional<std::vector<int64_t>> constantList(const torch::jit::Value* value,
 // The node's output layout: channel-blocked for srt::blocked_conv2d; channels last whatever its
 // input's layout where passes/channels_last.cpp asked for it; else its input's.
 ConvOutputLayout outputLayout(const torch::jit::Node* node) {
-  if (node->matches(kBlockedConv2dSchema)) {
+  if (node->matches(kBlockedConv2dSchema) || node->matches(kScaledBlockedConv2dSchema)) {
     return ConvOutputLayout::kBlocked;
   }
   const c10::Symbol attribute = c10::Symbol::attr(kChannelsLastOutput);
@@ -270,7 +278,8 @@ std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int
     return std::nullopt;
   }
   const ConvOutputLayout layout = outputLayout(node);
-  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, layout,
+  const int scale_input = node->inputs().size() > kScale ? kScale : -1;
+  return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, scale_input, layout,
                               layout == ConvOutputLayout::kBlocked ? blockedReferenceIntoOutput
                                                                    : referenceIntoOutput);
 }
@@ -284,7 +293,8 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   if (!options.enable_out_variant) {
     return std::nullopt;
   }
-  if (node->matches(kPackedConv2dSchema) || node->matches(kBlockedConv2dSchema)) {
+  if (node->matches(kPackedConv2dSchema) || node->matches(kBlockedConv2dSchema) ||
+      node->matches(kScaledPackedConv2dSchema) || node->matches(kScaledBlockedConv2dSchema)) {
     return packedConvKernel(node, 2);
   }
   if (node->matches(kPackedConv3dSchema)) {
@@ -312,8 +322,8 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
   if (packed == nullptr) {
     return std::nullopt;
   }
-  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, outputLayout(node),
-                              referenceIntoOutput);
+  return makeOneDnnConvKernel(std::move(packed), *epilogue, kResidual, /*scale_input=*/-1,
+                              outputLayout(node), referenceIntoOutput);
 }
 
 } // namespace
@@ -345,6 +355,8 @@ SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeCo
 SRT_REGISTER_KERNEL("srt::fused_conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("srt::packed_conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("srt::blocked_conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("srt::scaled_packed_conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL("srt::scaled_blocked_conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv3d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv3d", kNative, whenMatches(kConv3dSchema, nativeConv<3>));
 SRT_REGISTER_KERNEL("srt::fused_conv3d", kOutVariant, convFactory);

@@ -132,8 +132,16 @@ enum class ConvOutputLayout { kAsInput, kChannelsLast, kBlocked };
 // packed channel count (or, for kBlocked, channel-blocked), and `fallback` for anything else
 // (other dtypes, strides, invalid shapes: ATen's own errors). Its output is laid out as `output`
 // says; a residual is laid out as the output.
+//
+// With `scale_input` (else -1) the convolution is of input * scale, the scale one float32 factor
+// per input channel, per image or shared ([N or 1, C, 1, 1] contiguous, blocked [N or 1, B, 1, 1,
+// 16] for a blocked input; anything else: `fallback`). Where the weight holds at most twice an
+// image's numbers (squeeze-excitation's projections: efficientnet_b0's 96 -> 24 at 56x56 has 2304
+// against 301056), the kernel multiplies the weight's input channels, a oneDNN reorder into
+// scratch (0.65 us there), not the image, and convolves image after image each with its own
+// weight; else the product lands in scratch and is convolved.
 KernelFunction makeOneDnnConvKernel(std::shared_ptr<const OneDnnConvWeight> packed,
-                                    ConvEpilogue epilogue, int residual_input,
+                                    ConvEpilogue epilogue, int residual_input, int scale_input,
                                     ConvOutputLayout output, KernelFunction fallback);
 
 // A convolution node's attribute (an int, 1) that passes/channels_last.cpp sets where the

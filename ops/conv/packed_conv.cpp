@@ -1,5 +1,6 @@
 #include "ops/conv/packed_conv.h"
 
+#include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include "ops/conv/blocked_layout.h"
@@ -21,6 +22,15 @@ const char* const kBlockedConv2dSchema =
     "bias, "
     "int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
     "str activation, Scalar act_a, Scalar act_b) -> Tensor";
+
+const char* const kScaledPackedConv2dSchema =
+    "srt::scaled_packed_conv2d(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, "
+    "Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
+    "str activation, Scalar act_a, Scalar act_b, Tensor scale) -> Tensor";
+const char* const kScaledBlockedConv2dSchema =
+    "srt::scaled_blocked_conv2d(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, "
+    "Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
+    "str activation, Scalar act_a, Scalar act_b, Tensor scale) -> Tensor";
 
 c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& weight,
                                                             const at::Tensor& bias,
@@ -67,6 +77,23 @@ at::Tensor blockedConvReference(const at::Tensor& input,
                                        plain_residual, activation, act_a, act_b));
 }
 
+namespace {
+
+// What the JIT runs for srt::scaled_packed_conv2d / scaled_blocked_conv2d: the product the
+// node replaced, then the convolution's reference (`Reference`).
+template <auto Reference>
+at::Tensor
+scaledConvReference(const at::Tensor& input, const c10::intrusive_ptr<PackedConvWeight>& weight,
+                    const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                    at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                    const c10::optional<at::Tensor>& residual, c10::string_view activation,
+                    const at::Scalar& act_a, const at::Scalar& act_b, const at::Tensor& scale) {
+  return Reference(at::mul(input, scale), weight, bias, stride, padding, dilation, groups, residual,
+                   activation, act_a, act_b);
+}
+
+} // namespace
+
 // The class first: the op's schema names it.
 TORCH_LIBRARY_FRAGMENT(srt, m) {
   m.class_<PackedConvWeight>("ConvWeight");
@@ -76,6 +103,10 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
         packedConvReference);
   m.def(torch::schema(kBlockedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         blockedConvReference);
+  m.def(torch::schema(kScaledPackedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        scaledConvReference<packedConvReference>);
+  m.def(torch::schema(kScaledBlockedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        scaledConvReference<blockedConvReference>);
 }
 
 } // namespace srt::ops

@@ -34,6 +34,13 @@ extern const char* const kPackedConv3dSchema;
 // (ops/conv/blocked_layout.h): its input blocked or plain (NCHW or channels last, a network's first
 // layers), its residual and output blocked; passes/blocked_layout.cpp makes it.
 extern const char* const kBlockedConv2dSchema;
+// srt::scaled_packed_conv2d / srt::scaled_blocked_conv2d: the same convolutions of `input * scale`
+// (an image times one factor per input channel: squeeze-excitation's scaling, which
+// passes/conv_channel_scale.cpp folds into the convolution it feeds); `scale` is their last input.
+// At batch 1 the kernel scales the weight's input channels instead of the image where the weight
+// is the smaller (ops/conv/onednn_conv.h).
+extern const char* const kScaledPackedConv2dSchema;
+extern const char* const kScaledBlockedConv2dSchema;
 
 // What the JIT runs for the node, and our kernels for what they do not cover: the weight unpacked
 // (a new tensor per call), then srt::fused_conv2d/3d's reference.

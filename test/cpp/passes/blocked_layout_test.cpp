@@ -61,8 +61,11 @@ size_t countOp(const torch::jit::Graph& graph, const char* kind) {
 TEST(BlockedLayout, KeepsTheBlockChannelBlocked) {
   StaticModule module(mobileBlockModule());
   const torch::jit::Graph& graph = module.graph();
-  EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 8u) << graph;
+  // The projection takes the squeeze-excitation's scale (passes/conv_channel_scale.cpp).
+  EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 7u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::scaled_blocked_conv2d"), 1u) << graph;
   EXPECT_EQ(countOp(graph, "srt::packed_conv2d"), 0u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::scaled_packed_conv2d"), 0u) << graph;
   EXPECT_EQ(countOp(graph, "srt::blocked_global_avg_pool"), 2u) << graph;
   EXPECT_EQ(countOp(graph, "srt::blocked_sizes"), 1u) << graph; // g.size(); g.size(0) reads g
   // The stem reads the input as it is: no conversion to channels last before it.
@@ -81,7 +84,9 @@ TEST(BlockedLayout, DisabledPassesSwitchItOff) {
   options.disabled_passes = {"blocked_layout"};
   StaticModule module(mobileBlockModule(), options);
   EXPECT_EQ(countOp(module.graph(), "srt::blocked_conv2d"), 0u) << module.graph();
-  EXPECT_EQ(countOp(module.graph(), "srt::packed_conv2d"), 8u) << module.graph();
+  EXPECT_EQ(countOp(module.graph(), "srt::scaled_blocked_conv2d"), 0u) << module.graph();
+  EXPECT_EQ(countOp(module.graph(), "srt::packed_conv2d"), 7u) << module.graph();
+  EXPECT_EQ(countOp(module.graph(), "srt::scaled_packed_conv2d"), 1u) << module.graph();
 }
 
 // Dense convolutions of few channels alone (the small CNN: 3 -> 16 -> 32 -> 64, strides

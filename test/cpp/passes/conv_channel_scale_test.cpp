@@ -1,0 +1,144 @@
+// passes/conv_channel_scale.cpp and the scaled convolutions' kernel (ops/conv/onednn_conv.h):
+// squeeze-excitation scalings fold into the convolution they feed, whose kernel scales the
+// weight's input channels where the weight is the smaller, and the image where not.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/torch.h>
+
+#include "harness/differential.h"
+#include "harness/onednn_log.h"
+#include "static_runtime/static_runtime.h"
+
+namespace srt::testing {
+namespace {
+
+at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel = 1) {
+  return torch::randn({out, in, kernel, kernel}) * (1.0 / std::sqrt(in * kernel * kernel));
+}
+
+// torchvision's SqueezeExcitation (pool, 1x1 convolutions, sigmoid, scale * input) before a
+// 48 -> 16 projection; one written with mean, linears and a view, the scale second, before a 3x3
+// of 16 -> 64 (its weight larger than small images); a spatial attention map (one factor per
+// pixel, from no pooling), which stays a multiplication.
+torch::jit::Module squeezeExcitationModule() {
+  torch::jit::Module module("SqueezeExcitationModule");
+  module.register_parameter("expand", convWeight(48, 8), false);
+  module.register_parameter("dw", convWeight(48, 1, 3), false);
+  module.register_parameter("fc1", convWeight(12, 48), false);
+  module.register_parameter("fc1_bias", torch::randn({12}) * 0.1, false);
+  module.register_parameter("fc2", convWeight(48, 12), false);
+  module.register_parameter("fc2_bias", torch::randn({48}) * 0.1, false);
+  module.register_parameter("project", convWeight(16, 48), false);
+  module.register_parameter("l1", torch::randn({4, 16}) * 0.25, false);
+  module.register_parameter("l2", torch::randn({16, 4}) * 0.5, false);
+  module.register_parameter("wide", convWeight(64, 16, 3), false);
+  module.register_parameter("spatial", convWeight(1, 64), false);
+  module.register_parameter("last", convWeight(32, 64), false);
+  module.define(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.expand))
+    y = torch.conv2d(y, self.dw, None, 1, 1, 1, 48)
+    s = torch.adaptive_avg_pool2d(y, [1, 1])
+    s = torch.relu(torch.conv2d(s, self.fc1, self.fc1_bias))
+    s = torch.sigmoid(torch.conv2d(s, self.fc2, self.fc2_bias))
+    z = torch.conv2d(s * y, self.project)
+    t = torch.mean(z, [2, 3])
+    t = torch.sigmoid(torch.linear(torch.relu(torch.linear(t, self.l1)), self.l2))
+    w = torch.relu(torch.conv2d(z * t.view(t.size(0), 16, 1, 1), self.wide, None, 1, 1))
+    a = torch.sigmoid(torch.conv2d(w, self.spatial))
+    return torch.conv2d(w * a, self.last)
+)JIT");
+  module.eval();
+  return module;
+}
+
+size_t countNodes(const torch::jit::Graph& graph, const char* kind) {
+  size_t count = 0;
+  for (const torch::jit::Node* node : graph.nodes()) {
+    count += node->kind() == c10::Symbol::fromQualString(kind) ? 1 : 0;
+  }
+  return count;
+}
+
+// Channel-blocked (the default on AVX-512: the chain is depthwise and 1x1 convolutions), channels
+// last, NCHW.
+std::vector<StaticModuleOptions> layouts() {
+  StaticModuleOptions blocked;
+  StaticModuleOptions channels_last;
+  channels_last.disabled_passes = {"blocked_layout"};
+  StaticModuleOptions plain;
+  plain.disabled_passes = {"blocked_layout", "channels_last"};
+  return {blocked, channels_last, plain};
+}
+
+TEST(ConvChannelScale, FoldsPooledScalesIntoTheConvolutionTheyFeed) {
+  for (const StaticModuleOptions& options : layouts()) {
+    StaticModule module(squeezeExcitationModule(), options);
+    const torch::jit::Graph& graph = module.graph();
+    EXPECT_EQ(countNodes(graph, "srt::scaled_blocked_conv2d") +
+                  countNodes(graph, "srt::scaled_packed_conv2d"),
+              2u)
+        << graph;
+    EXPECT_EQ(countNodes(graph, "aten::mul"), 1u) << graph; // the spatial map's
+  }
+  StaticModuleOptions disabled;
+  disabled.disabled_passes = {"conv_channel_scale"};
+  StaticModule module(squeezeExcitationModule(), disabled);
+  EXPECT_EQ(countNodes(module.graph(), "aten::mul"), 3u) << module.graph();
+}
+
+// Each layout: one image (the projection's weight scaled; the 3x3's too from 40x40 up, the image
+// below), batches whose images are large enough to convolve one by one with their own weights
+// and small ones (the images scaled), each input twice and the first again after the others.
+// Without out variants the scaled ops' JIT reference runs.
+TEST(ConvChannelScale, KernelsMatchJit) {
+  std::vector<StaticModuleOptions> all = layouts();
+  all.emplace_back().enable_out_variant = false;
+  all.back().optimize_memory = false;
+  for (const StaticModuleOptions& options : all) {
+    SCOPED_TRACE(describe(options));
+    expectMatchesJit(squeezeExcitationModule(),
+                     {{{torch::randn({1, 8, 40, 44})}, {}},
+                      {{torch::randn({1, 8, 12, 10})}, {}},
+                      {{torch::randn({3, 8, 48, 48})}, {}},
+                      {{torch::randn({2, 8, 9, 11})}, {}}},
+                     options, 1e-4);
+  }
+}
+
+// On the runtime's own workers (2 threads): one image splits by output channel blocks or rows,
+// each piece scaling its slice of the weight; batches split by images, each piece convolving its
+// images with their own weights.
+TEST(ConvChannelScale, PiecesOnOwnWorkersMatchJit) {
+  torch::jit::Module module = squeezeExcitationModule();
+  for (const StaticModuleOptions& options : layouts()) {
+    StaticModule prepared(module, options);
+    RuntimeOptions runtime_options;
+    runtime_options.intra_op_threads = 2;
+    runtime_options.workers = IntraOpWorkers::kOwn;
+    StaticRuntime runtime(prepared, runtime_options);
+    for (const int64_t batch : {1, 4, 3, 1}) {
+      const at::Tensor x = torch::randn({batch, 8, 56, 52});
+      const at::Tensor expected = module.forward({x}).toTensor();
+      for (int run = 0; run < 2; ++run) {
+        EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
+            << describe(options) << ", batch " << batch << ", run " << run;
+      }
+    }
+  }
+}
+
+// At batch 1 the projection's 768 weights are scaled, not the image's 48 x 40 x 44 numbers: a
+// reorder with per-input-channel factors runs every call, and no multiplication of the image.
+TEST(ConvChannelScale, OneImageScalesTheWeight) {
+  StaticModule module(squeezeExcitationModule());
+  const at::Tensor x = torch::randn({1, 8, 40, 44});
+  module({x});
+  const std::string log = oneDnnLog([&] { module({x}); });
+  EXPECT_NE(log.find("attr-oscale:2"), std::string::npos) << log;
+}
+
+} // namespace
+} // namespace srt::testing
