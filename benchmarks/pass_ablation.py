@@ -3,7 +3,12 @@ with none, on the zoo's MLP, transformer block and DeepAndWide, measured side by
 
 Usage (from the repository root, after the build):
     /usr/bin/python3 benchmarks/pass_ablation.py [--rounds 15] [--threads 1] [--json FILE]
-                                                 [--workload mlp_b1 ...]
+                                                 [--workload mlp_b1 ...] [--pass NAME ...]
+
+--pass limits the configurations to all passes on and the named ones off (one at a time).
+torchvision networks (random weights) run when named: --workload efficientnet_b0_b1 (or _b8; also
+mobilenet_v3_small, mobilenet_v2, resnet18), e.g. `--workload efficientnet_b0_b1 --pass
+conv_channel_scale`.
 
 Every configuration of one workload is built up front; then each round times a burst of calls to
 every configuration in turn, so slow drift of the machine hits all of them alike. A row is the
@@ -47,12 +52,28 @@ def workloads():
     }
 
 
-def configurations():
-    """(label, disabled passes): all on, each pass off in turn, all off."""
+VISION_MODELS = ("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v2", "resnet18")
+
+
+def vision_workload(name):
+    """(module factory, inputs) for '<torchvision model>_b<batch>', or None."""
+    model, _, batch = name.rpartition("_b")
+    if model not in VISION_MODELS or not batch.isdigit():
+        return None
+    import torchvision
+
+    torch.manual_seed(0)
+    return getattr(torchvision.models, model), (torch.randn(int(batch), 3, 224, 224),)
+
+
+def configurations(passes=None):
+    """(label, disabled passes): all on, each pass off in turn (those of `passes`, or every pass
+    and then all of them off)."""
     names = static_runtime.pass_names()
     rows = [("all passes", [])]
-    rows += [("- " + name, [name]) for name in names]
-    rows.append(("no passes", list(names)))
+    rows += [("- " + name, [name]) for name in (passes or names)]
+    if not passes:
+        rows.append(("no passes", list(names)))
     return rows
 
 
@@ -64,13 +85,13 @@ def burst_size(module, inputs, target_seconds=0.02):
     return max(1, min(1000, int(target_seconds / elapsed)))
 
 
-def measure(name, factory, inputs, rounds):
+def measure(name, factory, inputs, rounds, passes=None):
     torch.manual_seed(0)
     scripted = torch.jit.script(factory().eval())
     with torch.no_grad():
         reference = scripted(*inputs)
     built = []
-    for label, disabled in configurations():
+    for label, disabled in configurations(passes):
         module = static_runtime.StaticModule(scripted, disabled_passes=disabled)
         result = module(*inputs)
         # A benchmark of wrong answers measures nothing.
@@ -104,8 +125,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--workload", action="append", help="run only these (repeatable)")
+    parser.add_argument("--pass", dest="passes", action="append",
+                        help="switch off only these passes, one at a time (repeatable)")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     args = parser.parse_args()
+    unknown = set(args.passes or []) - set(static_runtime.pass_names())
+    if unknown:
+        parser.error(f"unknown pass(es) {sorted(unknown)}; passes: {static_runtime.pass_names()}")
     torch.set_num_threads(args.threads)
 
     env = {k: os.environ.get(k, "(unset)") for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
@@ -114,10 +140,17 @@ def main():
           f"gemm_backend={backend}, " + ", ".join(f"{k}={v}" for k, v in env.items()))
     print(f"# median of {args.rounds} rounds; 'vs all' > 1.00 means the pass saves that much time")
     all_rows = []
-    for name, (factory, inputs) in workloads().items():
+    chosen = dict(workloads())
+    for name in args.workload or []:
+        if name not in chosen:
+            vision = vision_workload(name)
+            if vision is None:
+                parser.error(f"unknown workload {name}")
+            chosen[name] = vision
+    for name, (factory, inputs) in chosen.items():
         if args.workload and name not in args.workload:
             continue
-        rows = measure(name, factory, inputs, args.rounds)
+        rows = measure(name, factory, inputs, args.rounds, args.passes)
         all_rows += rows
         print(f"\n{name}")
         print(f"  {'configuration':<34} {'median':>11} {'vs all':>7} {'nodes':>6}")
