@@ -7,9 +7,9 @@
 // convolution read back.
 //
 // Taken where the scale is computed from a global pooling (torchvision's SqueezeExcitation, and
-// the same written with linears and views), so that it is one factor per channel: a scale of
-// another shape (a spatial attention map) would leave the kernel its reference path. The kernel
-// checks the shape whatever the graph says.
+// the same written with linears, views and `y.expand_as(x)`), so that it is one factor per channel:
+// a scale of another shape (a spatial attention map) would leave the kernel its reference path. The
+// kernel checks the shape whatever the graph says.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -62,6 +62,10 @@ bool comesFromGlobalPool(const Value* value) {
     const Node* node = value->node();
     if (isGlobalPool(node)) {
       return true;
+    }
+    if (node->kind() == c10::aten::expand_as) { // y.expand_as(x): y's factors, broadcast
+      value = node->input(0);
+      continue;
     }
     const Value* source = nullptr;
     for (const Value* input : node->inputs()) {

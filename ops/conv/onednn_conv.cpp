@@ -16,6 +16,7 @@
 #include "ops/core/out_variant.h"
 #include "ops/core/parallelism.h"
 #include "ops/core/processed_node.h"
+#include "ops/elementwise/channel_scale.h"
 #include "ops/elementwise/fast_path.h"
 #include "ops/gemm/threads.h"
 
@@ -1332,18 +1333,6 @@ std::optional<vec::UnaryOp> trailingActivation(const ConvEpilogue& epilogue) {
   return std::nullopt;
 }
 
-// Whether `scale` is one float32 factor per channel of the 2-D `image`, per image or shared by
-// all: [N or 1, C, 1, 1] contiguous, or for a channel-blocked image [N or 1, B, 1, 1, 16].
-bool isChannelScale(const at::Tensor& scale, const at::Tensor& image) {
-  if (scale.scalar_type() != at::kFloat || !scale.is_cpu() || scale.dim() != image.dim() ||
-      !scale.is_contiguous() || scale.size(1) != image.size(1) ||
-      (scale.size(0) != 1 && scale.size(0) != image.size(0)) || scale.size(2) != 1 ||
-      scale.size(3) != 1) {
-    return false;
-  }
-  return image.dim() == 4 || scale.size(4) == image.size(4);
-}
-
 // Whether a convolution of `w` scales its weight's input channels rather than the image (each
 // image's, convolved one image after the other): ungrouped, direct float32 (a reorder writes such
 // weights with per-channel factors), and the weight at most twice an image's size (per number,
@@ -1362,29 +1351,6 @@ bool scalesWeight(const OneDnnConvWeight& w, int64_t batch, int64_t image_elemen
     weight_elements *= w.kernel[i];
   }
   return weight_elements <= 2 * image_elements;
-}
-
-// image * scale (isChannelScale) into `out`, laid out as the image: rows of pixels times a row
-// of factors, channels last or blocked (as aten::mul's kernel scales them), or one plane per
-// image and channel times its factor.
-void scaleImage(const at::Tensor& image, const at::Tensor& scale, float* out, WorkerPool* workers) {
-  const float* x = image.data_ptr<float>();
-  const float* factors = scale.data_ptr<float>();
-  const int64_t images = image.size(0);
-  const int64_t channels = image.size(1);
-  const int64_t pixels = image.size(2) * image.size(3);
-  if (image.dim() == 5) { // [N, B, H, W, 16]: a row of 16 factors per image and block
-    vec::scaleRows(x, factors, scale.size(0) * channels, out, images * channels, pixels,
-                   image.size(4), workers);
-  } else if (!image.is_contiguous()) { // channels last
-    vec::scaleRows(x, factors, scale.size(0), out, images, pixels, channels, workers);
-  } else {
-    const int64_t planes = images * channels;
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      vec::map(vec::UnaryOp::kMulScalar, x + plane * pixels, out + plane * pixels, pixels,
-               {factors[plane % (scale.size(0) * channels)]}, workers);
-    }
-  }
 }
 
 class OneDnnConv {
@@ -1410,10 +1376,13 @@ public:
       fallback_(p);
       return;
     }
-    const at::Tensor* scale = scale_input_ >= 0 ? &p.input(scale_input_).toTensor() : nullptr;
-    if (scale != nullptr && !isChannelScale(*scale, x)) {
-      fallback_(p);
-      return;
+    std::optional<ChannelScale> scale;
+    if (scale_input_ >= 0) {
+      scale = channelScale(x, p.input(scale_input_).toTensor());
+      if (!scale) {
+        fallback_(p);
+        return;
+      }
     }
     ConvKey key;
     key.src_blocked = src_blocked;
@@ -1456,7 +1425,7 @@ public:
       fallback_(p);
       return;
     }
-    key.scaled_weights = scale != nullptr && scalesWeight(w, key.batch, x.numel() / key.batch);
+    key.scaled_weights = scale && scalesWeight(w, key.batch, x.numel() / key.batch);
     WorkerPool* workers = p.workers();
     // Pieces: slabs of channels-last tensors, or a stem's rows (piecesFor).
     key.pieces = workers != nullptr ? piecesFor(w, key, multiply_adds, *workers) : 0;
@@ -1482,19 +1451,18 @@ public:
     at::Tensor& out = out_channels_last ? outputChannelsLast(p, out_sizes, channels_last_format)
                                         : contiguousOutput(p, 0, out_sizes, x.options());
     // Scratch: [the state's | the scaled image, where the scale multiplies the image].
-    const size_t product_bytes =
-        scale != nullptr && !key.scaled_weights ? x.numel() * sizeof(float) : 0;
+    const size_t product_bytes = scale && !key.scaled_weights ? x.numel() * sizeof(float) : 0;
     const size_t scratch_bytes = alignScratchOffset(state.scratch_bytes) + product_bytes;
     char* scratch = static_cast<char*>(scratch_bytes > 0 ? p.scratch(scratch_bytes) : nullptr);
     char* input = static_cast<char*>(x.data_ptr());
     const float* weight_scales = nullptr;
     int64_t scales_per_image = 0; // shared by the batch
     if (key.scaled_weights) {
-      weight_scales = scale->data_ptr<float>();
-      scales_per_image = scale->size(0) > 1 ? scale->numel() / scale->size(0) : 0;
-    } else if (scale != nullptr) {
+      weight_scales = scale->factors;
+      scales_per_image = scale->rows > 1 ? scale->row_length : 0;
+    } else if (scale) {
       input = scratch + alignScratchOffset(state.scratch_bytes);
-      scaleImage(x, *scale, reinterpret_cast<float*>(input), workers);
+      scaleChannels(x, *scale, reinterpret_cast<float*>(input), workers);
     }
     const void* residual_data = residual != nullptr ? residual->data_ptr() : nullptr;
     if (!state.pieces.empty()) {

@@ -5,6 +5,7 @@
 #include <ATen/ops/resize_native.h>
 
 #include "ops/core/registry.h"
+#include "ops/elementwise/channel_scale.h"
 #include "ops/elementwise/fast_path.h"
 
 namespace srt::ops {
@@ -50,24 +51,22 @@ template <bool kSubtract> void addScalar(ProcessedNode& p) {
 }
 
 // image * scale for a float32 image and one factor per channel and image: squeeze-excitation's
-// scaling, x * s or s * x. Two layouts: a channels-last image [N, C, H, W] with a contiguous
-// scale [N or 1, C, 1, 1], and a channel-blocked one (ops/conv/blocked_layout.h) [N, B, H, W, 16]
-// with a blocked scale [N or 1, B, 1, 1, 16]; either is rows of pixels, each row times the same
-// factors (per image, or per image and block). One product per element, as ATen's broadcasting
-// loop computes it (efficientnet_b0's 16 of them: 811 us), laid out as ATen lays the result out.
-// False for anything else.
+// scaling, x * s or s * x (ops/elementwise/channel_scale.h: the scale [N or 1, C, 1, 1], or
+// expanded to the image's size). Two layouts: a channels-last image [N, C, H, W] and a
+// channel-blocked one (ops/conv/blocked_layout.h) [N, B, H, W, 16]; either is rows of pixels,
+// each row times the same factors (per image, or per image and block). One product per element,
+// as ATen's broadcasting loop computes it (efficientnet_b0's 16 of them: 811 us), laid out as ATen
+// lays the result out. False for anything else.
 bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor& scale) {
-  if (image.scalar_type() != at::kFloat || scale.scalar_type() != at::kFloat ||
-      (image.dim() != 4 && image.dim() != 5) || image.dim() != scale.dim() ||
-      !scale.is_contiguous() || scale.size(1) != image.size(1) || scale.size(2) != 1 ||
-      scale.size(3) != 1 || (scale.size(0) != 1 && scale.size(0) != image.size(0))) {
+  if (image.scalar_type() != at::kFloat) {
     return false;
   }
+  const std::optional<ChannelScale> factors = channelScale(image, scale);
   const bool channels_last = image.dim() == 4 &&
                              image.is_contiguous(at::MemoryFormat::ChannelsLast) &&
                              !image.is_contiguous();
-  const bool blocked = image.dim() == 5 && image.is_contiguous() && scale.size(4) == image.size(4);
-  if (!channels_last && !blocked) {
+  const bool blocked = image.dim() == 5 && image.is_contiguous();
+  if (!factors || (!channels_last && !blocked)) {
     return false;
   }
   at::Tensor& out = outputTensorLike(p, 0, image);
@@ -76,12 +75,7 @@ bool mulChannelScale(ProcessedNode& p, const at::Tensor& image, const at::Tensor
   } else {
     at::native::resize_(out, image.sizes());
   }
-  // Blocks of pixel rows of `width` factors' worth: [N][H * W, C] channels last,
-  // [N * B][H * W, 16] blocked; each block's factors a row of the scale's [N or 1, groups].
-  const int64_t groups = blocked ? image.size(1) : 1; // scale rows per image
-  const int64_t width = blocked ? image.size(4) : image.size(1);
-  vec::scaleRows(floatData(image), floatData(scale), scale.size(0) * groups, floatData(out),
-                 image.size(0) * groups, image.size(2) * image.size(3), width, p.workers());
+  scaleChannels(image, *factors, floatData(out), p.workers());
   return true;
 }
 

@@ -19,9 +19,10 @@ at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel = 1) {
 }
 
 // torchvision's SqueezeExcitation (pool, 1x1 convolutions, sigmoid, scale * input) before a
-// 48 -> 16 projection; one written with mean, linears and a view, the scale second, before a 3x3
-// of 16 -> 64 (its weight larger than small images); a spatial attention map (one factor per
-// pixel, from no pooling), which stays a multiplication.
+// 48 -> 16 projection; one written with mean, linears, a view and expand_as, the scale second,
+// before a 3x3 of 16 -> 64 (its weight larger than small images); a spatial attention map (one
+// factor per pixel, from no pooling), and a scaling read by a cat, which stay multiplications
+// (the second aten::mul's channel-scale loop, on a broadcast scale).
 torch::jit::Module squeezeExcitationModule() {
   torch::jit::Module module("SqueezeExcitationModule");
   module.register_parameter("expand", convWeight(48, 8), false);
@@ -46,9 +47,10 @@ def forward(self, x):
     z = torch.conv2d(s * y, self.project)
     t = torch.mean(z, [2, 3])
     t = torch.sigmoid(torch.linear(torch.relu(torch.linear(t, self.l1)), self.l2))
-    w = torch.relu(torch.conv2d(z * t.view(t.size(0), 16, 1, 1), self.wide, None, 1, 1))
+    w = torch.relu(torch.conv2d(z * t.view(t.size(0), 16, 1, 1).expand_as(z), self.wide, None, 1, 1))
     a = torch.sigmoid(torch.conv2d(w, self.spatial))
-    return torch.conv2d(w * a, self.last)
+    u = torch.sigmoid(torch.mean(w, [2, 3], True))
+    return torch.conv2d(w * a, self.last), torch.cat([w * u.expand_as(w), w], 1)
 )JIT");
   module.eval();
   return module;
@@ -81,12 +83,12 @@ TEST(ConvChannelScale, FoldsPooledScalesIntoTheConvolutionTheyFeed) {
                   countNodes(graph, "srt::scaled_packed_conv2d"),
               2u)
         << graph;
-    EXPECT_EQ(countNodes(graph, "aten::mul"), 1u) << graph; // the spatial map's
+    EXPECT_EQ(countNodes(graph, "aten::mul"), 2u) << graph; // the spatial map's, the add's
   }
   StaticModuleOptions disabled;
   disabled.disabled_passes = {"conv_channel_scale"};
   StaticModule module(squeezeExcitationModule(), disabled);
-  EXPECT_EQ(countNodes(module.graph(), "aten::mul"), 3u) << module.graph();
+  EXPECT_EQ(countNodes(module.graph(), "aten::mul"), 4u) << module.graph();
 }
 
 // Each layout: one image (the projection's weight scaled; the 3x3's too from 40x40 up, the image
@@ -121,10 +123,14 @@ TEST(ConvChannelScale, PiecesOnOwnWorkersMatchJit) {
     StaticRuntime runtime(prepared, runtime_options);
     for (const int64_t batch : {1, 4, 3, 1}) {
       const at::Tensor x = torch::randn({batch, 8, 56, 52});
-      const at::Tensor expected = module.forward({x}).toTensor();
+      const auto expected = module.forward({x}).toTuple()->elements();
       for (int run = 0; run < 2; ++run) {
-        EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
-            << describe(options) << ", batch " << batch << ", run " << run;
+        const auto actual = runtime({x}).toTuple()->elements();
+        ASSERT_EQ(actual.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) {
+          EXPECT_TRUE(torch::allclose(actual[i].toTensor(), expected[i].toTensor(), 1e-4, 1e-4))
+              << describe(options) << ", output " << i << ", batch " << batch << ", run " << run;
+        }
       }
     }
   }
