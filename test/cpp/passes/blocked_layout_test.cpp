@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
 
+#include "harness/conv_weights.h"
 #include "harness/differential.h"
 #include "harness/onednn_log.h"
 #include "harness/pass_testing.h"
@@ -18,10 +19,6 @@
 
 namespace srt::testing {
 namespace {
-
-at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel) {
-  return torch::randn({out, in, kernel, kernel}) * (1.0 / std::sqrt(in * kernel * kernel));
-}
 
 torch::jit::Module mobileBlockModule() {
   torch::jit::Module module("MobileBlock");

@@ -7,16 +7,13 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
 
+#include "harness/conv_weights.h"
 #include "harness/differential.h"
 #include "harness/onednn_log.h"
 #include "static_runtime/static_runtime.h"
 
 namespace srt::testing {
 namespace {
-
-at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel = 1) {
-  return torch::randn({out, in, kernel, kernel}) * (1.0 / std::sqrt(in * kernel * kernel));
-}
 
 // torchvision's SqueezeExcitation (pool, 1x1 convolutions, sigmoid, scale * input) before a
 // 48 -> 16 projection; one written with mean, linears, a view and expand_as, the scale second,
@@ -25,18 +22,18 @@ at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel = 1) {
 // (the second aten::mul's channel-scale loop, on a broadcast scale).
 torch::jit::Module squeezeExcitationModule() {
   torch::jit::Module module("SqueezeExcitationModule");
-  module.register_parameter("expand", convWeight(48, 8), false);
+  module.register_parameter("expand", convWeight(48, 8, 1), false);
   module.register_parameter("dw", convWeight(48, 1, 3), false);
-  module.register_parameter("fc1", convWeight(12, 48), false);
+  module.register_parameter("fc1", convWeight(12, 48, 1), false);
   module.register_parameter("fc1_bias", torch::randn({12}) * 0.1, false);
-  module.register_parameter("fc2", convWeight(48, 12), false);
+  module.register_parameter("fc2", convWeight(48, 12, 1), false);
   module.register_parameter("fc2_bias", torch::randn({48}) * 0.1, false);
-  module.register_parameter("project", convWeight(16, 48), false);
+  module.register_parameter("project", convWeight(16, 48, 1), false);
   module.register_parameter("l1", torch::randn({4, 16}) * 0.25, false);
   module.register_parameter("l2", torch::randn({16, 4}) * 0.5, false);
   module.register_parameter("wide", convWeight(64, 16, 3), false);
-  module.register_parameter("spatial", convWeight(1, 64), false);
-  module.register_parameter("last", convWeight(32, 64), false);
+  module.register_parameter("spatial", convWeight(1, 64, 1), false);
+  module.register_parameter("last", convWeight(32, 64, 1), false);
   module.define(R"JIT(
 def forward(self, x):
     y = torch.relu(torch.conv2d(x, self.expand))

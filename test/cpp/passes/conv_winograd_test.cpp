@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
 
+#include "harness/conv_weights.h"
 #include "harness/differential.h"
 #include "harness/pass_testing.h"
 #include "ops/conv/packed_conv.h"
@@ -20,24 +21,20 @@
 namespace srt::testing {
 namespace {
 
-at::Tensor convWeight(int64_t out, int64_t in, int64_t kernel = 3) {
-  return torch::randn({out, in, kernel, kernel}) * (1.0 / std::sqrt(in * kernel * kernel));
-}
-
 // Winograd's: a conv + bias + relu; a residual block's conv + add + relu; 64 -> 128 channels
 // without epilogue; a weight two convolutions share; one without padding. Not: hardswish (no
 // Winograd post-op), 32 output channels, stride 2.
 torch::jit::Module winogradModule() {
   torch::jit::Module module("WinogradModule");
-  module.register_parameter("first", convWeight(64, 64), false);
+  module.register_parameter("first", convWeight(64, 64, 3), false);
   module.register_parameter("first_bias", torch::randn({64}) * 0.1, false);
-  module.register_parameter("second", convWeight(64, 64), false);
-  module.register_parameter("widen", convWeight(128, 64), false);
-  module.register_parameter("shared", convWeight(128, 128), false);
-  module.register_parameter("unpadded", convWeight(64, 64), false);
-  module.register_parameter("hardswish", convWeight(64, 64), false);
-  module.register_parameter("narrow", convWeight(32, 64), false);
-  module.register_parameter("strided", convWeight(64, 64), false);
+  module.register_parameter("second", convWeight(64, 64, 3), false);
+  module.register_parameter("widen", convWeight(128, 64, 3), false);
+  module.register_parameter("shared", convWeight(128, 128, 3), false);
+  module.register_parameter("unpadded", convWeight(64, 64, 3), false);
+  module.register_parameter("hardswish", convWeight(64, 64, 3), false);
+  module.register_parameter("narrow", convWeight(32, 64, 3), false);
+  module.register_parameter("strided", convWeight(64, 64, 3), false);
   module.define(R"JIT(
 def forward(self, x):
     a = torch.relu(torch.conv2d(x, self.first, self.first_bias, 1, 1))
@@ -98,7 +95,7 @@ size_t packedWeightsHeld(const torch::jit::Graph& graph) {
 bool winogradAvailable() {
   ops::ConvArguments arguments;
   arguments.padding[0] = arguments.padding[1] = 1;
-  const auto packed = ops::packConvWeight(convWeight(64, 64), at::Tensor(), arguments);
+  const auto packed = ops::packConvWeight(convWeight(64, 64, 3), at::Tensor(), arguments);
   return packed != nullptr && ops::winogradSuits(*packed, ops::ConvEpilogue());
 }
 
@@ -185,7 +182,7 @@ TEST(ConvWinograd, JitReferenceReadsTheWinogradWeight) {
 TEST(ConvWinograd, UnpackedWeightIsTheOriginal) {
   SKIP_WITHOUT_WINOGRAD();
   ops::ConvArguments arguments;
-  const at::Tensor weight = convWeight(128, 96);
+  const at::Tensor weight = convWeight(128, 96, 3);
   const at::Tensor bias = torch::randn({128});
   const auto direct = ops::packConvWeight(weight, bias, arguments);
   ASSERT_NE(direct, nullptr);
