@@ -303,6 +303,24 @@ void expectMatchesJit(const torch::jit::Module& module, const std::vector<InputS
   }
 }
 
+void expectRuntimeMatchesJit(const torch::jit::Module& module,
+                             const std::vector<at::Tensor>& inputs,
+                             const StaticModuleOptions& options,
+                             const RuntimeOptions& runtime_options, double tolerance) {
+  torch::jit::Module reference = module.clone();
+  StaticModule prepared(module, options);
+  StaticRuntime runtime(prepared, runtime_options);
+  for (size_t input = 0; input < inputs.size(); ++input) {
+    const c10::IValue expected = reference.forward({inputs[input]});
+    for (int run = 0; run < 2; ++run) {
+      const std::string difference = compareIValues(expected, runtime({inputs[input]}), tolerance);
+      EXPECT_TRUE(difference.empty())
+          << describe(options) << ", input " << input << " " << inputs[input].sizes() << ", run "
+          << run << ": " << difference;
+    }
+  }
+}
+
 void expectMatchesJit(const std::string& source, const std::vector<InputSet>& inputs,
                       double tolerance) {
   torch::jit::Module module = scriptModule(source);

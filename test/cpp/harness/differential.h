@@ -54,6 +54,14 @@ private:
 void expectMatchesJit(const torch::jit::Module& module, const std::vector<InputSet>& inputs,
                       const StaticModuleOptions& options = {}, double tolerance = 1e-5);
 
+// Runs `module` through the JIT and through one StaticRuntime of it (prepared with `options`, run
+// with `runtime_options`, e.g. two intra-op threads on the runtime's own workers): each input in
+// turn, twice (the second run on reused memory). Results must agree within `tolerance`.
+void expectRuntimeMatchesJit(const torch::jit::Module& module,
+                             const std::vector<at::Tensor>& inputs,
+                             const StaticModuleOptions& options,
+                             const RuntimeOptions& runtime_options, double tolerance = 1e-5);
+
 // The same for a TorchScript source defining `forward(self, ...)`, over every valid option set.
 void expectMatchesJit(const std::string& source, const std::vector<InputSet>& inputs,
                       double tolerance = 1e-5);

@@ -111,25 +111,15 @@ TEST(ConvChannelScale, KernelsMatchJit) {
 // each piece scaling its slice of the weight; batches split by images, each piece convolving its
 // images with their own weights.
 TEST(ConvChannelScale, PiecesOnOwnWorkersMatchJit) {
-  torch::jit::Module module = squeezeExcitationModule();
-  for (const StaticModuleOptions& options : layouts()) {
-    StaticModule prepared(module, options);
-    RuntimeOptions runtime_options;
-    runtime_options.intra_op_threads = 2;
-    runtime_options.workers = IntraOpWorkers::kOwn;
-    StaticRuntime runtime(prepared, runtime_options);
-    for (const int64_t batch : {1, 4, 3, 1}) {
-      const at::Tensor x = torch::randn({batch, 8, 56, 52});
-      const auto expected = module.forward({x}).toTuple()->elements();
-      for (int run = 0; run < 2; ++run) {
-        const auto actual = runtime({x}).toTuple()->elements();
-        ASSERT_EQ(actual.size(), expected.size());
-        for (size_t i = 0; i < expected.size(); ++i) {
-          EXPECT_TRUE(torch::allclose(actual[i].toTensor(), expected[i].toTensor(), 1e-4, 1e-4))
-              << describe(options) << ", output " << i << ", batch " << batch << ", run " << run;
-        }
-      }
-    }
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  std::vector<at::Tensor> inputs;
+  for (const int64_t batch : {1, 4, 3, 1}) {
+    inputs.push_back(torch::randn({batch, 8, 56, 52}));
+  }
+  for (const StaticModuleOptions& layout : layouts()) {
+    expectRuntimeMatchesJit(squeezeExcitationModule(), inputs, layout, options, 1e-4);
   }
 }
 

@@ -148,24 +148,14 @@ TEST(ConvWinograd, KernelsMatchJit) {
 // image (one primitive on OpenMP's threads), each twice, the residual per image.
 TEST(ConvWinograd, ImagesSplitOverOwnWorkersMatchJit) {
   SKIP_WITHOUT_WINOGRAD();
-  torch::jit::Module module = winogradModule();
-  StaticModule prepared(module);
   RuntimeOptions options;
   options.intra_op_threads = 2;
   options.workers = IntraOpWorkers::kOwn;
-  StaticRuntime runtime(prepared, options);
+  std::vector<at::Tensor> inputs;
   for (const int64_t batch : {3, 8, 1, 3}) {
-    const at::Tensor x = torch::randn({batch, 64, 14, 18});
-    const auto expected = module.forward({x}).toTuple()->elements();
-    for (int run = 0; run < 2; ++run) {
-      const auto actual = runtime({x}).toTuple()->elements();
-      ASSERT_EQ(actual.size(), expected.size());
-      for (size_t i = 0; i < expected.size(); ++i) {
-        EXPECT_TRUE(torch::allclose(actual[i].toTensor(), expected[i].toTensor(), 1e-4, 1e-4))
-            << "output " << i << ", batch " << batch << ", run " << run;
-      }
-    }
+    inputs.push_back(torch::randn({batch, 64, 14, 18}));
   }
+  expectRuntimeMatchesJit(winogradModule(), inputs, {}, options, 1e-4);
 }
 
 // The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
