@@ -163,7 +163,7 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
   // Planes split over the intra-op threads as in ATen, at least ~16k window reads per task.
   const int64_t reads_per_plane = std::max<int64_t>(1, out_h * out_w * w.kernel_h * w.kernel_w);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_plane);
-  splitIfWorthIt(planes, grain,
+  splitIfWorthIt(p.workers(), planes, grain,
                  static_cast<double>(planes * reads_per_plane) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
                    const bool two_by_two = isPlainTwoByTwo(w, in_h, in_w, out_h, out_w);
@@ -211,7 +211,7 @@ bool maxPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   float* o = out.data_ptr<float>();
   const int64_t rows = batch * out_h;
   const int64_t reads_per_row = std::max<int64_t>(1, out_w * w.kernel_h * w.kernel_w * channels);
-  splitIfWorthIt(rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
+  splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
                  static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
                    const pooling::WindowAxis width{w.kernel_w, w.stride_w, w.pad_w, w.dilation_w};

@@ -85,7 +85,7 @@ bool adaptiveAvgPool3dFloat(ProcessedNode& p, const at::Tensor& self,
   if (!channels_last) {
     // One task per [D, H, W] plane.
     const int64_t planes = batch * channels;
-    splitIfWorthIt(planes, std::max<int64_t>(1, (int64_t{1} << 14) / in_cells), cost,
+    splitIfWorthIt(p.workers(), planes, std::max<int64_t>(1, (int64_t{1} << 14) / in_cells), cost,
                    [&](int64_t begin, int64_t end) {
                      for (int64_t plane = begin; plane < end; ++plane) {
                        const float* xp = x + plane * in_cells;
@@ -111,7 +111,7 @@ bool adaptiveAvgPool3dFloat(ProcessedNode& p, const at::Tensor& self,
   // Channels last: one task per (batch, output cell), summing whole rows of channels.
   const int64_t rows = batch * out_cells;
   const int64_t reads_per_row = std::max<int64_t>(1, in_cells / out_cells * channels);
-  splitIfWorthIt(rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row), cost,
+  splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row), cost,
                  [&](int64_t begin, int64_t end) {
                    for (int64_t row = begin; row < end; ++row) {
                      const int64_t n = row / out_cells;

@@ -64,7 +64,7 @@ void prelu(ProcessedNode& p) {
   float* o = floatData(out);
   const int64_t grain =
       std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(image, 1));
-  splitIfWorthIt(x.size(0) * channels, grain,
+  splitIfWorthIt(p.workers(), x.size(0) * channels, grain,
                  static_cast<double>(x.numel()) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
                    for (int64_t plane = begin; plane < end; ++plane) {

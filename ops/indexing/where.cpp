@@ -40,7 +40,7 @@ void whereSelf(ProcessedNode& p) {
     const float* b = floatData(other);
     float* o = floatData(out);
     // ATen's where kernel is a scalar loop too; the compiler vectorizes this one.
-    splitIfWorthIt(self.numel(), at::internal::GRAIN_SIZE,
+    splitIfWorthIt(p.workers(), self.numel(), at::internal::GRAIN_SIZE,
                    static_cast<double>(self.numel()) * kNanosecondsPerElement,
                    [&](int64_t begin, int64_t end) {
                      for (int64_t i = begin; i < end; ++i) {

@@ -160,7 +160,7 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
                        channels / groups * image);
     if (!weight.defined() && !bias.defined()) {
       splitIfWorthIt(
-          x.numel(), at::internal::GRAIN_SIZE,
+          p.workers(), x.numel(), at::internal::GRAIN_SIZE,
           static_cast<double>(x.numel()) * kNanosecondsPerElement,
           [&](int64_t begin, int64_t end) { activate(activation, o + begin, end - begin); });
       return;
@@ -169,7 +169,8 @@ void normalizeGroups(ProcessedNode& p, const at::Tensor& x, int64_t groups,
     const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
     const int64_t grain =
         std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(image, 1));
-    splitIfWorthIt(batch * channels, grain, static_cast<double>(x.numel()) * kNanosecondsPerElement,
+    splitIfWorthIt(p.workers(), batch * channels, grain,
+                   static_cast<double>(x.numel()) * kNanosecondsPerElement,
                    [&](int64_t begin, int64_t end) {
                      // A plain loop the compiler vectorizes: planes are often a few hundred floats,
                      // where a vec::map call per plane costs more than the plane.

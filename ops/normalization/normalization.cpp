@@ -141,7 +141,8 @@ void batchNormEval(ProcessedNode& p) {
     }
     const int64_t grain =
         std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(image, 1));
-    splitIfWorthIt(batch * channels, grain, static_cast<double>(x.numel()) * kNanosecondsPerElement,
+    splitIfWorthIt(p.workers(), batch * channels, grain,
+                   static_cast<double>(x.numel()) * kNanosecondsPerElement,
                    [&](int64_t begin, int64_t end) {
                      for (int64_t plane = begin; plane < end; ++plane) {
                        const int64_t c = plane % channels;
