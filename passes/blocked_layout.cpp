@@ -223,6 +223,14 @@ private:
       blocked_values.insert(value);
     }
     const auto is_blocked = [&](Value* v) { return blocked_values.count(v) != 0; };
+    for (Node* node : accepted) {
+      if (convolutions_.count(node) != 0) {
+        Value* residual = node->input(kResidual);
+        if (residual->type()->kind() != c10::TypeKind::NoneType && blocked.count(residual) == 0) {
+          plain_residuals_.insert(residual);
+        }
+      }
+    }
     // Readers of each blocked value that are not rewritten to read it blocked, gathered before
     // any node changes.
     std::vector<std::pair<Value*, std::vector<torch::jit::Use>>> other_readers;
@@ -261,15 +269,17 @@ private:
         torch::jit::toIValue(inputs[kWeight])->toCustomClass<ops::PackedConvWeight>();
     inputs[kWeight] = graph_->insertConstant(c10::IValue(repacked_.at(packed->packed.get())));
     Value* input = inputs[kInput];
-    if (!is_blocked(input) && input->node()->kind() == c10::aten::contiguous) {
+    if (!is_blocked(input) && plain_residuals_.count(input) != 0) {
+      // Converted for a residual anyway (resnet's first block reads the pooled stem both ways):
+      // one conversion serves both, not a second inside this kernel.
+      inputs[kInput] = convertedToBlocked(input);
+    } else if (!is_blocked(input) && input->node()->kind() == c10::aten::contiguous) {
       // The kernel reads either plain layout itself (a stem: the NCHW input as it is).
       inputs[kInput] = input->node()->input(0);
     }
     Value* residual = inputs[kResidual];
     if (residual->type()->kind() != c10::TypeKind::NoneType && !is_blocked(residual)) {
-      inputs[kResidual] = graph_->insertNode(graph_->create(symbol("srt::to_blocked"), {residual}))
-                              ->output()
-                              ->setType(c10::TensorType::get());
+      inputs[kResidual] = convertedToBlocked(residual);
     }
     Node* blocked_conv = graph_->insertNode(graph_->create(symbol("srt::blocked_conv2d"), inputs));
     blocked_conv->output()->setType(c10::TensorType::get());
@@ -278,6 +288,18 @@ private:
     replaceInMaps(conv->output(), blocked_conv->output());
     replaced_.push_back(conv);
     return blocked_conv->output();
+  }
+
+  // One srt::to_blocked of the plain `value`, inserted before its first blocked reader (readers
+  // are rewritten in graph order).
+  Value* convertedToBlocked(Value* value) {
+    Value*& converted = to_blocked_[value];
+    if (converted == nullptr) {
+      converted = graph_->insertNode(graph_->create(symbol("srt::to_blocked"), {value}))
+                      ->output()
+                      ->setType(c10::TensorType::get());
+    }
+    return converted;
   }
 
   // adaptive_avg_pool2d(x, 1) -> srt::blocked_global_avg_pool(x): the blocked [N, C/16, 1, 1, 16].
@@ -341,8 +363,10 @@ private:
   std::unordered_map<Value*, int64_t> channels_; // candidates' outputs, by their channels
   std::unordered_map<const ops::OneDnnConvWeight*, c10::intrusive_ptr<ops::PackedConvWeight>>
       repacked_;
-  std::unordered_map<Value*, Value*> current_; // a rewritten node's output: its replacement's
-  std::vector<Node*> replaced_;                // without readers once rewritten
+  std::unordered_map<Value*, Value*> current_;    // a rewritten node's output: its replacement's
+  std::unordered_set<Value*> plain_residuals_;    // plain values a rewritten conv adds
+  std::unordered_map<Value*, Value*> to_blocked_; // plain value -> its one srt::to_blocked
+  std::vector<Node*> replaced_;                   // without readers once rewritten
 };
 
 } // namespace

@@ -206,6 +206,47 @@ TEST(BlockedLayout, JitReferencesMatch) {
                              /*expect_changed=*/true, 1e-4);
 }
 
+// resnet's first block reads the pooled stem twice, as its first convolution's input and as the
+// residual of its last: one srt::to_blocked serves both (the convolution does not convert the
+// same tensor again inside), and the results match the JIT, on one thread and on the runtime's
+// own workers (the conversion split into rows of one image, or into images).
+TEST(BlockedLayout, APlainTensorReadTwiceIsConvertedOnce) {
+  torch::jit::Module module("PooledResidual");
+  module.register_parameter("stem", convWeight(32, 3, 3), false);
+  module.register_parameter("expand", convWeight(64, 32, 1), false);
+  module.register_parameter("dw", convWeight(64, 1, 3), false);
+  module.register_parameter("project", convWeight(32, 64, 1), false);
+  module.define(R"JIT(
+def forward(self, x):
+    p = torch.max_pool2d(torch.relu(torch.conv2d(x, self.stem, None, 2, 1)), 3, 2, 1)
+    a = torch.relu(torch.conv2d(p, self.expand))
+    b = torch.relu(torch.conv2d(a, self.dw, None, 1, 1, 1, 64))
+    return torch.relu(torch.conv2d(b, self.project) + p)
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  const torch::jit::Graph& graph = built.graph();
+  ASSERT_EQ(countOp(graph, "srt::blocked_conv2d"), 3u) << graph;
+  ASSERT_EQ(countOp(graph, "srt::to_blocked"), 1u) << graph;
+  for (const torch::jit::Node* node : graph.nodes()) {
+    if (node->kind() == c10::Symbol::fromQualString("srt::to_blocked")) {
+      EXPECT_EQ(node->output()->uses().size(), 2u) << graph;
+      for (const torch::jit::Use& use : node->output()->uses()) {
+        EXPECT_EQ(use.user->kind().toQualString(), std::string("srt::blocked_conv2d")) << graph;
+      }
+    }
+  }
+  const std::vector<at::Tensor> inputs{torch::randn({1, 3, 192, 160}),
+                                       torch::randn({3, 3, 128, 128})};
+  for (const at::Tensor& x : inputs) {
+    expectRuntimeMatchesJit(module, {x}, {}, {}, 1e-4);
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = IntraOpWorkers::kOwn;
+    expectRuntimeMatchesJit(module, {x}, {}, options, 1e-4);
+  }
+}
+
 // Two convolutions are no chain; a 3x3 of 256 channels is left to brgconv's channels-last kernel.
 TEST(BlockedLayout, ShortChainsAndWideConvolutionsStayChannelsLast) {
   torch::jit::Module module("Short");
