@@ -207,6 +207,47 @@ def forward(self, x):
   EXPECT_EQ(kinds.count("aten::conv2d"), 0u);
 }
 
+// One small image against a large weight (resnet's layer4: 512 channels at 7x7) splits into
+// ranges of output channels on the runtime's own workers, not rows: each piece convolves the
+// whole image with its slice of the weight into scratch, and a reorder spreads its channels into
+// the output (the residual comes in the same way; a SiLU applies before). Against the JIT, each
+// shape twice; a batch of two splits into images.
+TEST(Conv2dOneDnn, WeightHeavyImagesSplitByOutputChannels) {
+  constexpr int64_t kWide = 256; // 3x3s this wide stay channels last (blocked_layout)
+  torch::jit::Module module = convModule({{"first", torch::randn({kWide, kWide, 3, 3}) * 0.02},
+                                          {"second", torch::randn({kWide, kWide, 3, 3}) * 0.02},
+                                          {"bias", torch::randn({kWide})}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.first, self.bias, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.second, None, 1, 1) + x)
+    return b, torch.silu(torch.conv2d(b, self.first, self.bias, 1, 1))
+)JIT");
+  const std::vector<at::Tensor> inputs = {
+      torch::randn({1, kWide, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({1, kWide, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({2, kWide, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast)};
+  StaticModule prepared(module);
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  StaticRuntime runtime(prepared, options);
+  for (const at::Tensor& x : inputs) {
+    const auto expected = module.forward({x}).toTuple()->elements();
+    for (int run = 0; run < 2; ++run) {
+      const auto actual = runtime({x}).toTuple()->elements();
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(actual[i].toTensor(), expected[i].toTensor(), 1e-4, 1e-4))
+            << "output " << i << " for input " << x.sizes() << ", run " << run;
+      }
+    }
+  }
+  const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
+  EXPECT_NE(log.find("mb1_ic256oc128_ih7oh7"), std::string::npos) << log;
+  EXPECT_EQ(log.find("mb1_ic256oc256_ih7oh7"), std::string::npos) << log;
+  EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
+}
+
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
 // (1, 2, 2), 3x3x3 blocks, the strided 1x1x1 downsample; odd sizes, grouped, dilated, no bias.
 // wav2vec2's feature extractor in small: strided 1-D convolutions of its 512 channels over a
