@@ -1277,7 +1277,8 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
     }
     ConvPiece& piece = state.pieces.emplace_back();
     const int64_t images = shape.dst[0];
-    if (shape.scaled_weights && images > 1) { // each image's weight scaled by its factors
+    const bool image_by_image = shape.scaled_weights && images > 1; // each its own scaled weight
+    if (image_by_image) {
       shape.src[0] = shape.dst[0] = 1;
     }
     build(piece.state, shape, w, epilogue, ActivationLayout::kLibraryChoice, WeightCopy::kShared);
@@ -1285,7 +1286,7 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
       state.pieces.clear();
       return;
     }
-    if (shape.scaled_weights && images > 1) {
+    if (image_by_image) {
       piece.state.images = images;
     }
     piece.first_image = dim == 0 ? in_begin : 0;
