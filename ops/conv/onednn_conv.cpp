@@ -1204,8 +1204,8 @@ int64_t outputChannelBlock(const OneDnnConvWeight& w) {
 // (one core's bandwidth is the limit then), and few rows split unevenly. resnet18's layer4 (3x3s
 // of 512 channels at 7x7: 9.4 MB of weight for 98 KB of output, 3 + 4 rows) on the runtime's own
 // 2 workers: 3391 -> 3003 us; resnet34 27.8 -> 26.1 ms, resnet50 39.4 -> 38.4 (Intel Xeon,
-// OMP_WAIT_POLICY=PASSIVE, interleaved in one process). Its layer3 (256 at 14x14, 12x, 7 + 7
-// rows) measured level either way: 16x is the bar.
+// OMP_WAIT_POLICY=PASSIVE, interleaved in one process, rows against this through a switch). Its
+// layer3 (256 at 14x14, 12x, 7 + 7 rows) measured level either way: 16x is the bar.
 bool splitsOutputChannels(const OneDnnConvWeight& w, const ConvShape& whole, int pieces) {
   constexpr size_t kMinWeightPerOutput = 16;
   const int64_t block = outputChannelBlock(w);
