@@ -32,6 +32,9 @@ struct ConvKey {
   bool src_blocked = false;              // the input channel-blocked (nChw16c)
   bool dst_blocked = false;              // the output (and residual) channel-blocked
   bool scaled_weights = false;           // the weight times per-channel factors each call
+  // Nothing but the bias and a residual follows the sum of products (no activation), so pieces
+  // may each take a share of the sum (splitsInputChannels).
+  bool linear = false;
   int threads = 0;
   int pieces = 0;
 
@@ -40,7 +43,7 @@ struct ConvKey {
            channels_last == o.channels_last &&
            plain_into_channels_last == o.plain_into_channels_last && src_blocked == o.src_blocked &&
            dst_blocked == o.dst_blocked && scaled_weights == o.scaled_weights &&
-           threads == o.threads && pieces == o.pieces;
+           linear == o.linear && threads == o.threads && pieces == o.pieces;
   }
 };
 
@@ -63,6 +66,9 @@ struct SharedLayouts {
   std::mutex mutex;
   std::vector<std::pair<ConvKey, ActivationLayout>> chosen;
   std::vector<std::pair<dnnl::memory::desc, at::Tensor>> weights;
+  // Its slices by input channels [first, second) (inputChannelSlice), each repacked once.
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::shared_ptr<const OneDnnConvWeight>>>
+      input_slices;
 };
 
 struct OneDnnConvWeight {
@@ -237,6 +243,9 @@ struct OneDnnConvState final : NodeState {
   // after the other (0: the primitive computes the whole).
   int64_t images = 0;
   std::vector<ConvPiece> pieces;
+  // Pieces splitting the sum by input channels: the floats of the output, and of each partial sum
+  // added into it after them (ConvPiece::partial); 0 otherwise.
+  int64_t partial_floats = 0;
   dnnl::primitive primitive; // a convolution_forward or deconvolution_forward
   memory src_user, src, weights, bias, dst, dst_user, scratchpad;
   dnnl::reorder src_reorder, dst_reorder, residual_reorder;
@@ -268,6 +277,11 @@ struct ConvPiece {
   // for them (views of the whole's storage), or none (the whole weight).
   std::shared_ptr<const OneDnnConvWeight> weight;
   int64_t first_image = 0; // of the batch: where its weight scales start (ConvKey::scaled_weights)
+  // A piece of a sum split by input channels (splitsInputChannels): the first of them, whose
+  // weight slice starts at it, and whether the piece writes a partial sum into scratch at
+  // dst_offset (every piece but the first, which writes the output and adds bias and residual).
+  int64_t first_input_channel = 0;
+  bool partial = false;
 };
 
 void reorder(const memory& from, const memory& to) {
@@ -826,6 +840,7 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
   state.built = true;
   state.images = 0;
   state.pieces.clear();
+  state.partial_floats = 0;
   const ConvShape whole = wholeShape(w, key);
   if (key.scaled_weights && key.batch > 1) { // each image's weight scaled by its factors
     ConvShape image = whole;
@@ -1044,11 +1059,62 @@ size_t channelsLastStride(const Dims& dims, int dim) {
 // input must be blocked too), or, where the output is one block (a 16-channel stem, depthwise
 // layer or squeeze), by rows (of an input that is one block too, channels last, or plain: each
 // piece then copies its rows of every channel).
-enum class BlockedSplit { kNone, kImages, kChannelBlocks, kRows };
+enum class BlockedSplit { kNone, kImages, kChannelBlocks, kInputChannelBlocks, kRows };
+
+// Channels [begin, end) of `channels` that piece k of `pieces` takes, in whole blocks.
+std::pair<int64_t, int64_t> blockRange(int64_t channels, int k, int pieces) {
+  const int64_t blocks = (channels + kChannelBlock - 1) / kChannelBlock;
+  return {kChannelBlock * (blocks * k / pieces),
+          std::min(channels, kChannelBlock * (blocks * (k + 1) / pieces))};
+}
+
+// The largest share of `channels` one of `pieces` block ranges holds.
+double largestShare(int64_t channels, int pieces) {
+  int64_t largest = 0;
+  for (int k = 0; k < pieces; ++k) {
+    const auto [begin, end] = blockRange(channels, k, pieces);
+    largest = std::max(largest, end - begin);
+  }
+  return static_cast<double>(largest) / static_cast<double>(channels);
+}
+
+// Whether one image's channel-blocked convolution splits better by input channel blocks, each
+// piece convolving its blocks into a partial sum that is added into the output after, than by
+// output channel blocks. That pays where the output has fewer blocks than pieces, or blocks that
+// split unevenly: mobilenet_v2's projections (32 -> 16 channels at 112x112, 96 or 144 -> 24 at
+// 56x56, one and a half blocks) ran on one thread, or 16 channels against 8. The partial sums
+// are added in a pass over the output that costs about as much as kAddInMultiplyAdds
+// multiply-adds an output (memory-bound: 19 us for 16 x 112 x 112 floats against 38 for the
+// 16 -> 16 convolution making them, Intel Xeon, 1 thread). Only for sums nothing nonlinear
+// follows (ConvKey::linear), and weights small enough that their slices' copy (kept beside the
+// packed weight, once for every runtime) costs little.
+bool splitsInputChannels(const OneDnnConvWeight& w, const ConvKey& key, int pieces) {
+  constexpr double kAddInMultiplyAdds = 4;
+  constexpr size_t kMostSlicedWeightBytes = 256 << 10;
+  const int64_t in_blocks = (w.in_channels + kChannelBlock - 1) / kChannelBlock;
+  if (!key.linear || key.batch != 1 || !key.src_blocked || in_blocks < pieces ||
+      w.arguments.groups != 1 || w.arguments.transposed || w.algorithm != ConvAlgorithm::kDirect ||
+      w.multiply != kF32 || w.desc.get_size() > kMostSlicedWeightBytes) {
+    return false;
+  }
+  int64_t multiply_adds_per_output = w.in_channels;
+  for (int i = 0; i < w.arguments.spatial_dims; ++i) {
+    multiply_adds_per_output *= w.kernel[i];
+  }
+  const int64_t out_blocks = (w.out_channels + kChannelBlock - 1) / kChannelBlock;
+  const double by_output = out_blocks >= pieces ? largestShare(w.out_channels, pieces) : 1.0;
+  const double by_input =
+      largestShare(w.in_channels, pieces) +
+      kAddInMultiplyAdds * (pieces - 1) / (static_cast<double>(pieces) * multiply_adds_per_output);
+  return by_input < by_output;
+}
 
 BlockedSplit blockedSplit(const OneDnnConvWeight& w, const ConvKey& key, int pieces) {
   if (key.batch >= pieces) {
     return BlockedSplit::kImages;
+  }
+  if (splitsInputChannels(w, key, pieces)) {
+    return BlockedSplit::kInputChannelBlocks;
   }
   const bool depthwise = w.arguments.groups > 1 && w.arguments.groups == w.in_channels;
   const int64_t blocks = (w.out_channels + kChannelBlock - 1) / kChannelBlock;
@@ -1097,6 +1163,31 @@ std::shared_ptr<const OneDnnConvWeight> outputChannelSlice(const OneDnnConvWeigh
   if (w.bias.defined()) {
     slice->bias = w.bias.narrow(0, begin, end - begin);
   }
+  return slice;
+}
+
+// `w` restricted to input channels [begin, end) (ungrouped), with its bias only where the slice
+// starts at channel 0 (the piece that writes the output adds it): a view of the whole's storage,
+// strided, which build repacks into the layout the slice's primitive reads, once in the slice's
+// own SharedLayouts. The slices are kept in the whole's, so every runtime shares them.
+std::shared_ptr<const OneDnnConvWeight> inputChannelSlice(const OneDnnConvWeight& w, int64_t begin,
+                                                          int64_t end) {
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  for (const auto& [range, slice] : w.shared.input_slices) {
+    if (range == std::make_pair(begin, end)) {
+      return slice;
+    }
+  }
+  auto slice = std::make_shared<OneDnnConvWeight>(w); // arguments, kernel, precision
+  slice->in_channels = end - begin;
+  const Dims dims = weightDims(*slice);
+  Dims offsets(dims.size(), 0);
+  offsets[1] = begin;
+  slice->desc = w.desc.submemory_desc(dims, offsets);
+  if (begin > 0) {
+    slice->bias = at::Tensor();
+  }
+  w.shared.input_slices.emplace_back(std::make_pair(begin, end), slice);
   return slice;
 }
 
@@ -1251,6 +1342,7 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
   state.built = true;
   state.supported = false;
   state.pieces.clear();
+  state.partial_floats = 0;
   if (key.dst_blocked) {
     buildBlockedPieces(state, key, w, epilogue);
     return;
@@ -1301,10 +1393,54 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
 
 // buildPieces for a channel-blocked output (blockedSplit): ranges of images, or of one image's
 // output channel blocks, each piece a convolution of its own on dense slabs.
+// buildBlockedPieces by input channel blocks (splitsInputChannels): piece k convolves its blocks
+// of the input (a contiguous slab) with its slice of the weight; the first writes the output,
+// with the bias and the residual, the others partial sums into scratch, which runPieces adds in.
+void buildInputChannelPieces(OneDnnConvState& state, const ConvShape& whole, int pieces,
+                             const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
+  const size_t block_bytes = imageBytes(whole.src, /*blocked=*/true) /
+                             ((w.in_channels + kChannelBlock - 1) / kChannelBlock);
+  const size_t dst_bytes = imageBytes(whole.dst, /*blocked=*/true);
+  ConvEpilogue partial_epilogue; // a bare sum
+  size_t scratch = 0;
+  for (int k = 0; k < pieces; ++k) {
+    const auto [begin, end] = blockRange(w.in_channels, k, pieces);
+    ConvPiece& piece = state.pieces.emplace_back();
+    piece.weight = inputChannelSlice(w, begin, end);
+    piece.first_input_channel = begin;
+    piece.partial = k > 0;
+    piece.src_offset = static_cast<size_t>(begin / kChannelBlock) * block_bytes;
+    ConvShape shape = whole;
+    shape.src[1] = end - begin;
+    build(piece.state, shape, *piece.weight, piece.partial ? partial_epilogue : epilogue,
+          ActivationLayout::kLibraryChoice, WeightCopy::kShared);
+    if (!piece.state.supported) {
+      state.pieces.clear();
+      return;
+    }
+    if (piece.partial) {
+      piece.dst_offset = scratch;
+      scratch += alignScratchOffset(dst_bytes);
+    }
+  }
+  // The pieces' own scratch after the partial sums.
+  for (ConvPiece& piece : state.pieces) {
+    piece.scratch_offset = scratch;
+    scratch += alignScratchOffset(piece.state.scratch_bytes);
+  }
+  state.partial_floats = static_cast<int64_t>(dst_bytes / sizeof(float));
+  state.scratch_bytes = scratch;
+  state.supported = true;
+}
+
 void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w,
                         const ConvEpilogue& epilogue) {
   const ConvShape whole = wholeShape(w, key);
   const BlockedSplit split = blockedSplit(w, key, key.pieces);
+  if (split == BlockedSplit::kInputChannelBlocks) {
+    buildInputChannelPieces(state, whole, key.pieces, w, epilogue);
+    return;
+  }
   const size_t src_image = imageBytes(whole.src, key.src_blocked);
   const size_t dst_image = imageBytes(whole.dst, /*blocked=*/true);
   const int64_t blocks = (w.out_channels + kChannelBlock - 1) / kChannelBlock;
@@ -1396,24 +1532,36 @@ void applyTrailing(vec::UnaryOp activation, float* out, int64_t floats) {
       [&](int64_t begin, int64_t end) { vec::mapFast(activation, out + begin, end - begin); });
 }
 
-// run() of every piece of `state`, spread over `workers`.
+// run() of every piece of `state`, spread over `workers`; then, for a sum split by input
+// channels, the partial sums added into the output.
 void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
                const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
                const float* weight_scales, int64_t scales_per_image, WorkerPool& workers) {
   workers.run(static_cast<int64_t>(state.pieces.size()), [&](int64_t k) {
     ConvPiece& piece = state.pieces[k];
     const OneDnnConvWeight& weight = piece.weight ? *piece.weight : w;
-    const char* piece_residual = residual != nullptr ? residual + piece.dst_offset : nullptr;
+    char* piece_out = (piece.partial ? scratch : out) + piece.dst_offset;
+    const char* piece_residual =
+        residual != nullptr && !piece.partial ? residual + piece.dst_offset : nullptr;
     const float* scales =
-        weight_scales != nullptr ? weight_scales + piece.first_image * scales_per_image : nullptr;
+        weight_scales != nullptr
+            ? weight_scales + piece.first_image * scales_per_image + piece.first_input_channel
+            : nullptr;
     if (piece.state.images > 0) {
-      runImages(piece.state, weight, x + piece.src_offset, out + piece.dst_offset, piece_residual,
+      runImages(piece.state, weight, x + piece.src_offset, piece_out, piece_residual,
                 scratch + piece.scratch_offset, trailing, scales, scales_per_image);
     } else {
-      run(piece.state, weight, x + piece.src_offset, out + piece.dst_offset, piece_residual,
+      run(piece.state, weight, x + piece.src_offset, piece_out, piece_residual,
           scratch + piece.scratch_offset, trailing, scales);
     }
   });
+  auto* sum = reinterpret_cast<float*>(out);
+  for (const ConvPiece& piece : state.pieces) {
+    if (piece.partial) {
+      vec::map(vec::BinaryOp::kAdd, sum, reinterpret_cast<const float*>(scratch + piece.dst_offset),
+               sum, state.partial_floats, vec::Params{1.f, 0.f}, &workers);
+    }
+  }
 }
 
 // The part of `epilogue` oneDNN's post-ops compute: all of it but a sigmoid or silu, which
@@ -1529,6 +1677,7 @@ public:
       return;
     }
     key.scaled_weights = scale && scalesWeight(w, key.batch, x.numel() / key.batch);
+    key.linear = !epilogue_.activation && !trailing_;
     WorkerPool* workers = p.workers();
     // Pieces: slabs of channels-last tensors, or a stem's rows (piecesFor).
     key.pieces = workers != nullptr ? piecesFor(w, key, multiply_adds, *workers) : 0;

@@ -169,9 +169,11 @@ TEST(BlockedLayout, KernelsMatchJit) {
 }
 
 // Split over the runtime's own workers: pieces of images (batch 2), of one image's output
-// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's)
-// and of its rows where the output is one block (the stem from NCHW, the 16-channel depthwise);
-// images large enough that the squeeze-excitation's pooling and scaling split their blocks too.
+// channel blocks (the 24-channel layers' last block padded; depthwise ones with their input's),
+// of its rows where the output is one block (the stem from NCHW, the 16-channel depthwise) and of
+// its input channel blocks (the squeeze-excited projection, each piece's weight scaled by its
+// share of the factors); images large enough that the squeeze-excitation's pooling and scaling
+// split their blocks too.
 TEST(BlockedLayout, PiecesOnTheRuntimesOwnWorkersMatchJit) {
   torch::jit::Module module = mobileBlockModule();
   StaticModule built(module);

@@ -248,6 +248,57 @@ def forward(self, x):
   EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
 }
 
+// A blocked projection whose output has fewer channel blocks than there are workers (96 -> 24,
+// with bias and residual; 24 -> 16 on two, whose input's second block is a padded half) splits
+// by input channel blocks on the runtime's own workers: each piece convolves its blocks of the
+// input with its slice of the weight, the first into the output (bias, residual), the others into
+// partial sums that are added in after. Against the JIT on 2 and 3 workers (two partial sums), each
+// shape twice; a batch of two splits into images instead. Convolutions followed by an activation
+// keep splitting by output channels.
+TEST(Conv2dOneDnn, NarrowProjectionsSplitByInputChannels) {
+  torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
+                                          {"expand", torch::randn({96, 24, 1, 1}) * 0.2},
+                                          {"dw", torch::randn({96, 1, 3, 3}) * 0.3},
+                                          {"project", torch::randn({24, 96, 1, 1}) * 0.1},
+                                          {"project_bias", torch::randn({24})},
+                                          {"narrow", torch::randn({16, 24, 1, 1}) * 0.2},
+                                          {"narrow_bias", torch::randn({16})}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.clamp(torch.conv2d(x, self.stem, None, 1, 1), 0.0, 6.0)
+    b = torch.clamp(torch.conv2d(a, self.expand), 0.0, 6.0)
+    c = torch.clamp(torch.conv2d(b, self.dw, None, 1, 1, 1, 96), 0.0, 6.0)
+    d = torch.conv2d(c, self.project, self.project_bias) + a
+    return torch.conv2d(d, self.narrow, self.narrow_bias)
+)JIT");
+  const std::vector<at::Tensor> inputs = {
+      torch::randn({1, 3, 56, 56}), torch::randn({1, 3, 45, 61}), torch::randn({2, 3, 40, 40})};
+  StaticModule prepared(module);
+  for (const int threads : {2, 3}) {
+    RuntimeOptions options;
+    options.intra_op_threads = threads;
+    options.workers = IntraOpWorkers::kOwn;
+    StaticRuntime runtime(prepared, options);
+    for (const at::Tensor& x : inputs) {
+      const at::Tensor expected = module.forward({x}).toTensor();
+      for (int run = 0; run < 2; ++run) {
+        EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
+            << threads << " threads, input " << x.sizes() << ", run " << run;
+      }
+    }
+    const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
+    const std::string project_slice = threads == 2 ? "mb1_ic48oc24_ih56" : "mb1_ic32oc24_ih56";
+    EXPECT_NE(log.find(project_slice), std::string::npos) << threads << " threads:\n" << log;
+    EXPECT_EQ(log.find("mb1_ic96oc24_ih56"), std::string::npos) << log;
+    if (threads == 2) { // the narrow one's input has two blocks: too few for three pieces
+      EXPECT_NE(log.find("mb1_ic16oc16_ih56"), std::string::npos) << log;
+      EXPECT_NE(log.find("mb1_ic8oc16_ih56"), std::string::npos) << log;
+    }
+    EXPECT_EQ(log.find("mb1_ic24oc96"), std::string::npos) << log; // activation: by output blocks
+  }
+  EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
+}
+
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
 // (1, 2, 2), 3x3x3 blocks, the strided 1x1x1 downsample; odd sizes, grouped, dilated, no bias.
 // wav2vec2's feature extractor in small: strided 1-D convolutions of its 512 channels over a
