@@ -1443,7 +1443,6 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
   }
   const size_t src_image = imageBytes(whole.src, key.src_blocked);
   const size_t dst_image = imageBytes(whole.dst, /*blocked=*/true);
-  const int64_t blocks = (w.out_channels + kChannelBlock - 1) / kChannelBlock;
   size_t scratch = 0;
   for (int k = 0; k < key.pieces && split != BlockedSplit::kNone; ++k) {
     ConvPiece& piece = state.pieces.emplace_back();
@@ -1470,8 +1469,7 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
       piece.src_offset = static_cast<size_t>(begin) * src_image;
       piece.dst_offset = static_cast<size_t>(begin) * dst_image;
     } else {
-      const int64_t begin = kChannelBlock * (blocks * k / key.pieces);
-      const int64_t end = std::min(w.out_channels, kChannelBlock * (blocks * (k + 1) / key.pieces));
+      const auto [begin, end] = blockRange(w.out_channels, k, key.pieces);
       piece.weight = outputChannelSlice(w, begin, end);
       weight = piece.weight.get();
       shape.dst[1] = end - begin;
