@@ -1412,8 +1412,12 @@ void buildInputChannelPieces(OneDnnConvState& state, const ConvShape& whole, int
     piece.src_offset = static_cast<size_t>(begin / kChannelBlock) * block_bytes;
     ConvShape shape = whole;
     shape.src[1] = end - begin;
-    build(piece.state, shape, *piece.weight, piece.partial ? partial_epilogue : epilogue,
-          ActivationLayout::kLibraryChoice, WeightCopy::kShared);
+    try { // the slice's repacking is a reorder from a strided view, which oneDNN may refuse
+      build(piece.state, shape, *piece.weight, piece.partial ? partial_epilogue : epilogue,
+            ActivationLayout::kLibraryChoice, WeightCopy::kShared);
+    } catch (const dnnl::error&) {
+      piece.state.supported = false;
+    }
     if (!piece.state.supported) {
       state.pieces.clear();
       return;
