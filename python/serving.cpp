@@ -200,8 +200,10 @@ are created lazily, each running with intra_op_threads threads (0: the caller's 
 calling thread only, and recording a profiler event per node while a profiler is active unless
 profiling=False. workers says whose threads carry the intra-op threads in the kernels that split
 work themselves (convolutions): "own" (each runtime's own workers, which spin between the nodes
-of a run), "openmp" (OpenMP's), or "auto" (own where OpenMP's sleep between parallel regions,
-i.e. under OMP_WAIT_POLICY=PASSIVE). A call blocks while all runtimes are busy.)doc")
+of a run; with OMP_WAIT_POLICY=ACTIVE a warning, since OpenMP's threads then never stop spinning
+and compete with them), "openmp" (OpenMP's), or "auto" (own where OpenMP's sleep between
+parallel regions, i.e. under OMP_WAIT_POLICY=PASSIVE). A call blocks while all runtimes are
+busy.)doc")
       .def(py::init([](std::shared_ptr<StaticModule> module, size_t num_runtimes,
                        int intra_op_threads, bool profiling, const std::string& workers) {
              auto pool = std::shared_ptr<PyRuntimePool>(new PyRuntimePool{

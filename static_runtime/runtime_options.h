@@ -13,7 +13,9 @@ enum class IntraOpWorkers {
   // with a second set of spinning threads for the cores.
   kAuto,
   kOpenMp, // OpenMP's (ATen's and oneDNN's), whatever the wait policy
-  kOwn,    // the runtime's own (ops/core/worker_pool.h), whatever the wait policy
+  // The runtime's own (ops/core/worker_pool.h), whatever the wait policy; warns once where
+  // OpenMP's threads never sleep (OMP_WAIT_POLICY=ACTIVE), since they then compete for the cores.
+  kOwn,
 };
 
 struct RuntimeOptions {

@@ -16,13 +16,24 @@ constexpr double kSleepingRegionNs = 50'000;
 // What handing a task to a spinning worker of a WorkerPool and waiting for it costs.
 constexpr double kWorkerTaskNs = 2'000;
 
-bool threadsSleepBetweenRegions() {
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  std::string value = policy == nullptr ? "" : policy;
-  std::transform(value.begin(), value.end(), value.begin(),
+std::string lowercaseEnvironment(const char* name) {
+  const char* value = std::getenv(name);
+  std::string lowered = value == nullptr ? "" : value;
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const char* spin = std::getenv("GOMP_SPINCOUNT");
-  return value == "passive" || (spin != nullptr && std::string(spin) == "0");
+  return lowered;
+}
+
+bool threadsSleepBetweenRegions() {
+  return lowercaseEnvironment("OMP_WAIT_POLICY") == "passive" ||
+         lowercaseEnvironment("GOMP_SPINCOUNT") == "0";
+}
+
+// libgomp: ACTIVE, or an infinite spin count, keeps them spinning between regions for good.
+bool threadsNeverSleep() {
+  const std::string spin = lowercaseEnvironment("GOMP_SPINCOUNT");
+  return lowercaseEnvironment("OMP_WAIT_POLICY") == "active" || spin == "infinite" ||
+         spin == "infinity";
 }
 
 // Whether splitting work of `single_thread_ns` over `threads` saves more than a region costing
@@ -36,6 +47,11 @@ bool splitPays(int threads, double single_thread_ns, double region_ns) {
 bool openMpThreadsSleep() {
   static const bool sleep = threadsSleepBetweenRegions();
   return sleep;
+}
+
+bool openMpThreadsNeverSleep() {
+  static const bool never = threadsNeverSleep();
+  return never;
 }
 
 double parallelRegionCost() {

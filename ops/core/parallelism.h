@@ -34,6 +34,10 @@ double parallelRegionCost();
 // Whether OpenMP's threads sleep as soon as a parallel region ends (same source).
 bool openMpThreadsSleep();
 
+// Whether they never sleep between regions (OMP_WAIT_POLICY=ACTIVE, GOMP_SPINCOUNT=infinite):
+// threads of a process's earlier regions then keep spinning on their cores (same source).
+bool openMpThreadsNeverSleep();
+
 // Whether work taking about `single_thread_ns` on one core is worth splitting over `workers`
 // (ops/core/worker_pool.h), which are awake during a run.
 bool worthSplittingOver(const WorkerPool& workers, double single_thread_ns);

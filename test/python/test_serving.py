@@ -129,6 +129,30 @@ def test_runtime_pool_own_workers_split_kernels_and_match_eager():
         static_runtime.RuntimePool(module, 1, workers="omp")
 
 
+_OWN_WORKERS_UNDER_POLICY = """
+import torch, static_runtime
+module = static_runtime.StaticModule(torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 4))))
+for workers in ("auto", "own"):
+    static_runtime.RuntimePool(module, 1, intra_op_threads=2, workers=workers)(torch.randn(2, 4))
+    print("ran", workers, flush=True)
+"""
+
+
+@pytest.mark.parametrize("policy,warned", [("ACTIVE", True), ("PASSIVE", False)])
+def test_own_workers_warn_once_where_openmp_threads_never_sleep(policy, warned):
+    # Read once per process, so each policy runs in a process of its own; "auto" never warns.
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, OMP_WAIT_POLICY=policy)
+    done = subprocess.run([sys.executable, "-c", _OWN_WORKERS_UNDER_POLICY], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ran", "auto", "ran", "own"]
+    assert ('workers="own" with OpenMP\'s threads set never to sleep' in done.stderr) == warned, \
+        done.stderr
+
+
 def test_disabled_passes_option_and_pass_reports():
     names = static_runtime.pass_names()
     assert "dead_code" in names
