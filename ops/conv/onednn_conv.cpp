@@ -1406,13 +1406,16 @@ void buildInputChannelPieces(OneDnnConvState& state, const ConvShape& whole, int
   for (int k = 0; k < pieces; ++k) {
     const auto [begin, end] = blockRange(w.in_channels, k, pieces);
     ConvPiece& piece = state.pieces.emplace_back();
-    piece.weight = inputChannelSlice(w, begin, end);
     piece.first_input_channel = begin;
     piece.partial = k > 0;
     piece.src_offset = static_cast<size_t>(begin / kChannelBlock) * block_bytes;
     ConvShape shape = whole;
     shape.src[1] = end - begin;
-    try { // the slice's repacking is a reorder from a strided view, which oneDNN may refuse
+    // The slice is a view of the packed weight at a block boundary of the activations, which a
+    // weight layout blocking input channels otherwise (by 64, say) cannot describe, and its
+    // repacking a reorder from that strided view: oneDNN may refuse either.
+    try {
+      piece.weight = inputChannelSlice(w, begin, end);
       build(piece.state, shape, *piece.weight, piece.partial ? partial_epilogue : epilogue,
             ActivationLayout::kLibraryChoice, WeightCopy::kShared);
     } catch (const dnnl::error&) {
