@@ -8,6 +8,7 @@
 #include "harness/differential.h"
 #include "harness/kernel_kinds.h"
 #include "harness/onednn_log.h"
+#include "ops/conv/pointwise_blocked.h"
 
 namespace srt::testing {
 namespace {
@@ -297,6 +298,61 @@ def forward(self, x):
     EXPECT_EQ(log.find("mb1_ic24oc96"), std::string::npos) << log; // activation: by output blocks
   }
   EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
+}
+
+// The 1x1 convolutions of blocked chains on images of 7x7 pixels and fewer run in our loop
+// (ops/conv/pointwise_blocked.h), oneDNN's kernel above: an expansion to 88 channels (a padded
+// last block) with ReLU6, a 24 -> 24 with bias and residual (the squeeze-excited projection
+// before it stays oneDNN's, which scales its weight), a squeeze-excitation's pair on one
+// pixel (4 channels: a weight oneDNN packs without input blocks; SiLU and sigmoid after), one
+// image and a batch of two, each twice against the JIT.
+TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
+  torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
+                                          {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
+                                          {"expand_bias", torch::randn({88})},
+                                          {"dw", torch::randn({88, 1, 3, 3}) * 0.3},
+                                          {"squeeze", torch::randn({4, 88, 1, 1}) * 0.3},
+                                          {"squeeze_bias", torch::randn({4})},
+                                          {"excite", torch::randn({88, 4, 1, 1}) * 0.5},
+                                          {"excite_bias", torch::randn({88})},
+                                          {"project", torch::randn({24, 88, 1, 1}) * 0.1},
+                                          {"project_bias", torch::randn({24})},
+                                          {"mix", torch::randn({24, 24, 1, 1}) * 0.2},
+                                          {"mix_bias", torch::randn({24})}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.clamp(torch.conv2d(x, self.stem, None, 1, 1), 0.0, 6.0)
+    b = torch.clamp(torch.conv2d(a, self.expand, self.expand_bias), 0.0, 6.0)
+    c = torch.clamp(torch.conv2d(b, self.dw, None, 1, 1, 1, 88), 0.0, 6.0)
+    s = torch.adaptive_avg_pool2d(c, [1, 1])
+    s = torch.silu(torch.conv2d(s, self.squeeze, self.squeeze_bias))
+    s = torch.sigmoid(torch.conv2d(s, self.excite, self.excite_bias))
+    d = torch.conv2d(c * s, self.project, self.project_bias)
+    return torch.conv2d(d, self.mix, self.mix_bias) + a
+)JIT");
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({2, 3, 5, 6}),
+                                          torch::randn({1, 3, 14, 14})};
+  StaticModule prepared(module);
+  StaticRuntime runtime(prepared);
+  for (const at::Tensor& x : inputs) {
+    const at::Tensor expected = module.forward({x}).toTensor();
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
+          << "input " << x.sizes() << ", run " << run;
+    }
+  }
+  EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
+  if (!ops::pointwise::blockedPointwiseAvailable()) {
+    return;
+  }
+  // 7x7: none of the 1x1 convolutions in oneDNN; 14x14: the expansion is.
+  const std::string small = oneDnnLog([&] { runtime({inputs[0]}); });
+  EXPECT_EQ(small.find("mb1_ic24oc88"), std::string::npos) << small;
+  EXPECT_EQ(small.find("mb1_ic4oc88"), std::string::npos) << small;
+  EXPECT_EQ(small.find("mb1_ic88oc4"), std::string::npos) << small;
+  EXPECT_EQ(small.find("mb1_ic24oc24"), std::string::npos) << small;
+  const std::string large = oneDnnLog([&] { runtime({inputs[2]}); });
+  EXPECT_NE(large.find("mb1_ic24oc88_ih14"), std::string::npos) << large;
 }
 
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride

@@ -1,0 +1,141 @@
+// ops/conv/pointwise_blocked.h for one CPU capability (cmake/CpuKernels.cmake builds it once per
+// capability with CPU_CAPABILITY naming the inline namespace).
+#include <algorithm>
+#include <utility>
+
+#include <ATen/cpu/vec/vec.h>
+
+#include "ops/conv/pointwise_blocked.h"
+#include "ops/elementwise/cpu/partial_vectors.h"
+
+// GCC 12 flags the _mm512_undefined_ps inside _mm512_max_ps once inlined into these loops (as
+// cmake/CpuKernels.cmake says of ATen's headers).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace srt::ops::pointwise {
+inline namespace CPU_CAPABILITY {
+
+namespace {
+
+using Vec = at::vec::Vectorized<float>;
+constexpr int64_t kBlock = 16;
+constexpr int kVecs = static_cast<int>(kBlock / Vec::size()); // vectors per block
+// Pixels by output blocks of accumulators: 9 x 3 = 27 of AVX-512's 32 registers (an A/B against
+// 14 x 2 and 7 x 4 on 7x7 images; 3 weight loads and 9 broadcasts feed 27 FMAs).
+constexpr int kOutputBlocks = 3;
+constexpr int kMaxRows = 9 / kVecs;
+
+Vec biasVector(const BlockedPointwiseConv& conv, int64_t block, int v) {
+  const int64_t first = block * kBlock + v * Vec::size();
+  const int64_t count = std::min<int64_t>(conv.out_channels - first, Vec::size());
+  if (conv.bias == nullptr || count <= 0) {
+    return Vec(0.f);
+  }
+  return vec::loadUpTo(conv.bias + first, count);
+}
+
+// Input channel c's products into the accumulators: its weight row (16 outputs) of each output
+// block, times its value at each of the R pixels.
+template <int R, int NB>
+inline void accumulate(Vec (&acc)[R][NB][kVecs], const float* src, const float* w,
+                       int64_t weight_block_stride) {
+  Vec wv[NB][kVecs];
+  for (int j = 0; j < NB; ++j) {
+    for (int v = 0; v < kVecs; ++v) {
+      wv[j][v] = Vec::loadu(w + j * weight_block_stride + v * Vec::size());
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const Vec x(src[r * kBlock]);
+    for (int j = 0; j < NB; ++j) {
+      for (int v = 0; v < kVecs; ++v) {
+        acc[r][j][v] = at::vec::fmadd(x, wv[j][v], acc[r][j][v]);
+      }
+    }
+  }
+}
+
+// Pixels [p, p + R) of output blocks [block, block + NB).
+template <int R, int NB> void tile(const BlockedPointwiseConv& conv, int64_t block, int64_t p) {
+  const int64_t pixels = conv.pixels;
+  Vec acc[R][NB][kVecs];
+  for (int j = 0; j < NB; ++j) {
+    for (int v = 0; v < kVecs; ++v) {
+      const Vec b = biasVector(conv, block + j, v);
+      for (int r = 0; r < R; ++r) {
+        acc[r][j][v] = b;
+        if (conv.residual != nullptr) {
+          acc[r][j][v] +=
+              Vec::loadu(conv.residual + ((block + j) * pixels + p + r) * kBlock + v * Vec::size());
+        }
+      }
+    }
+  }
+  const float* weight = conv.weight + block * conv.weight_block_stride;
+  const int64_t full_blocks = conv.in_channels / kBlock;
+  for (int64_t c_block = 0; c_block < full_blocks; ++c_block) {
+    const float* src = conv.src + (c_block * pixels + p) * kBlock;
+    const float* w = weight + c_block * kBlock * kBlock;
+    for (int i = 0; i < kBlock; ++i) {
+      accumulate<R, NB>(acc, src + i, w + i * kBlock, conv.weight_block_stride);
+    }
+  }
+  // The last block's real channels only: its padding lanes meet no weight row.
+  const float* src = conv.src + (full_blocks * pixels + p) * kBlock;
+  const float* w = weight + full_blocks * kBlock * kBlock;
+  for (int64_t i = 0; i < conv.in_channels - full_blocks * kBlock; ++i) {
+    accumulate<R, NB>(acc, src + i, w + i * kBlock, conv.weight_block_stride);
+  }
+  const Vec lo(conv.lo);
+  const Vec hi(conv.hi);
+  for (int j = 0; j < NB; ++j) {
+    for (int r = 0; r < R; ++r) {
+      for (int v = 0; v < kVecs; ++v) {
+        at::vec::clamp(acc[r][j][v], lo, hi)
+            .store(conv.out + ((block + j) * pixels + p + r) * kBlock + v * Vec::size());
+      }
+    }
+  }
+}
+
+template <int R>
+void tileOfRows(const BlockedPointwiseConv& conv, int64_t block, int64_t blocks, int64_t p) {
+  switch (blocks) {
+  case 3:
+    tile<R, 3>(conv, block, p);
+    break;
+  case 2:
+    tile<R, 2>(conv, block, p);
+    break;
+  default:
+    tile<R, 1>(conv, block, p);
+    break;
+  }
+}
+
+template <int... Rows>
+void tileOf(int64_t rows, const BlockedPointwiseConv& conv, int64_t block, int64_t blocks,
+            int64_t p, std::integer_sequence<int, Rows...>) {
+  // The one instantiation whose R is `rows` (1 ... kMaxRows).
+  ((rows == Rows + 1 ? tileOfRows<Rows + 1>(conv, block, blocks, p) : void()), ...);
+}
+
+} // namespace
+
+void runBlockedPointwiseLoop(const BlockedPointwiseConv& conv, int64_t first_block,
+                             int64_t last_block) {
+  // Pixels in near-equal tiles of at most kMaxRows; each group of output blocks keeps its weight
+  // columns (C x 16 x 3 floats) in L1 across the tiles.
+  const int64_t tiles = (conv.pixels + kMaxRows - 1) / kMaxRows;
+  for (int64_t block = first_block; block < last_block; block += kOutputBlocks) {
+    const int64_t blocks = std::min<int64_t>(kOutputBlocks, last_block - block);
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t begin = conv.pixels * t / tiles;
+      const int64_t end = conv.pixels * (t + 1) / tiles;
+      tileOf(end - begin, conv, block, blocks, begin, std::make_integer_sequence<int, kMaxRows>());
+    }
+  }
+}
+
+} // namespace CPU_CAPABILITY
+} // namespace srt::ops::pointwise

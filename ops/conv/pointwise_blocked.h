@@ -1,0 +1,49 @@
+// 1x1 convolutions of channel-blocked images of few pixels (7x7 and smaller), our own loop in
+// place of oneDNN's jit_1x1 kernel, built per CPU capability
+// (ops/conv/cpu/pointwise_blocked_loops.cpp) and run on the widest the CPU has. On images of 7x7
+// and fewer pixels jit_1x1 blocks its pixels poorly: the expanding 1x1 convolutions at the ends of
+// mobile networks ran 13-20% slower in it than in this loop (mobilenet_v2's 320 -> 1280 at 7x7: 300
+// vs 252 us, 160 -> 960: 107 vs 86; efficientnet_b0's 192 -> 1152: 144 vs 124; mobilenet_v3_small's
+// 96 -> 576: 39 vs 32; on an Intel Xeon with AVX-512, 1 thread), the reducing ones level; from 8x8
+// up jit_1x1 is as fast or faster.
+//
+// The output block ob (16 channels) of pixel p is bias[ob] + the sum over input channels c of
+// src[c / 16][p][c % 16] * weight[ob][c][...16]: in the layouts oneDNN packs blocked 1x1 weights
+// in, ABcd16b16a ([ceil(OC/16)][ceil(C/16)][16 inputs][16 outputs]) and, for fewer than 16 input
+// channels, Abcd16a ([ceil(OC/16)][C][16 outputs]), each output block's weight is one [C (padded
+// or not), 16] matrix, read in place.
+#pragma once
+
+#include <cstdint>
+
+namespace srt::ops::pointwise {
+
+// Pixels up to which the loop runs instead of oneDNN's.
+constexpr int64_t kMaxPixels = 49;
+
+// One image's blocked 1x1 convolution: src [ceil(in_channels / 16)][pixels][16], weight as above
+// (output block ob's rows at weight + ob * weight_block_stride, padding zero), bias
+// [out_channels] or nullptr, residual like out or nullptr; out [ceil(out_channels / 16)][pixels]
+// [16] = clamp(conv + bias + residual, lo, hi) for the output blocks [first_block, last_block).
+// Padding lanes of out come out the residual's plus zero, clamped.
+struct BlockedPointwiseConv {
+  const float* src = nullptr;
+  const float* weight = nullptr;
+  int64_t weight_block_stride = 0; // floats
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  float* out = nullptr;
+  int64_t pixels = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  float lo = 0.f;
+  float hi = 0.f;
+};
+
+void runBlockedPointwise(const BlockedPointwiseConv& conv, int64_t first_block, int64_t last_block);
+
+// Whether the widest capability's vectors are one 16-channel block (AVX-512): the loop was
+// measured there only; elsewhere oneDNN's kernel runs.
+bool blockedPointwiseAvailable();
+
+} // namespace srt::ops::pointwise
