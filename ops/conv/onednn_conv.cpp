@@ -4,7 +4,6 @@
 #include <cfloat>
 #include <chrono>
 #include <cstring>
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -1611,22 +1610,36 @@ bool scalesWeight(const OneDnnConvWeight& w, int64_t batch, int64_t image_elemen
   return weight_elements <= 2 * image_elements;
 }
 
-// The clamp bounds a blocked pointwise convolution (ops/conv/pointwise_blocked.h) applies for
-// `epilogue`'s activation: none, relu and the clamps (ReLU6); nullopt for the others.
-std::optional<std::pair<float, float>> pointwiseClamp(const ConvEpilogue& epilogue) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
+// The activation a blocked pointwise convolution (ops/conv/pointwise_blocked.h) applies in
+// registers for `epilogue`'s: none, relu, the clamps (ReLU6), hardsigmoid and hardswish; nullopt
+// for the others.
+std::optional<pointwise::PointwiseActivation> pointwiseActivation(const ConvEpilogue& epilogue) {
+  pointwise::PointwiseActivation activation;
   if (!epilogue.activation) {
-    return std::make_pair(-kInf, kInf);
+    return activation;
   }
   switch (*epilogue.activation) {
   case vec::UnaryOp::kRelu:
-    return std::make_pair(0.f, kInf);
+    activation.lo = 0.f;
+    return activation;
   case vec::UnaryOp::kClamp:
-    return std::make_pair(epilogue.params.a, epilogue.params.b);
+    activation.lo = epilogue.params.a;
+    activation.hi = epilogue.params.b;
+    return activation;
   case vec::UnaryOp::kClampMin:
-    return std::make_pair(epilogue.params.a, kInf);
+    activation.lo = epilogue.params.a;
+    return activation;
   case vec::UnaryOp::kClampMax:
-    return std::make_pair(-kInf, epilogue.params.b);
+    activation.hi = epilogue.params.b;
+    return activation;
+  case vec::UnaryOp::kHardsigmoid:
+  case vec::UnaryOp::kHardswish:
+    activation.shift = 3.f;
+    activation.lo = 0.f;
+    activation.hi = 6.f;
+    activation.scale = 1.f / 6.f;
+    activation.times_input = *epilogue.activation == vec::UnaryOp::kHardswish;
+    return activation;
   default:
     return std::nullopt;
   }
@@ -1683,7 +1696,7 @@ public:
         scale_input_(scale_input), output_(output), fallback_(std::move(fallback)) {
     pointwise_weight_block_stride_ = pointwiseWeightBlockStride(*weight_);
     if (output_ == ConvOutputLayout::kBlocked && pointwise_weight_block_stride_) {
-      pointwise_clamp_ = pointwiseClamp(epilogue_);
+      pointwise_activation_ = pointwiseActivation(epilogue_);
     }
   }
 
@@ -1753,7 +1766,7 @@ public:
     }
     // On one thread: split over two, mobilenet_v2 ran 1% slower in the loop than in oneDNN's
     // pieces (efficientnet_b0 1-4% faster).
-    if (pointwise_clamp_ && src_blocked && !scale &&
+    if (pointwise_activation_ && src_blocked && !scale &&
         key.size[0] * key.size[1] <= pointwise::kMaxPixels &&
         threadsFor(p.workers(), static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd) ==
             1) {
@@ -1820,7 +1833,7 @@ public:
   }
 
 private:
-  // The convolution in the blocked pointwise loop (pointwise_clamp_ set; x blocked, of few
+  // The convolution in the blocked pointwise loop (pointwise_activation_ set; x blocked, of few
   // pixels), image by image on the calling thread.
   void runPointwise(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
                     const at::Tensor* residual) const {
@@ -1833,8 +1846,7 @@ private:
     conv.pixels = x.size(2) * x.size(3);
     conv.in_channels = w.in_channels;
     conv.out_channels = w.out_channels;
-    conv.lo = pointwise_clamp_->first;
-    conv.hi = pointwise_clamp_->second;
+    conv.activation = *pointwise_activation_;
     const int64_t out_blocks = out_sizes[1];
     const int64_t src_image = x.size(1) * conv.pixels * kChannelBlock;
     const int64_t out_image = out_blocks * conv.pixels * kChannelBlock;
@@ -1865,9 +1877,10 @@ private:
   ConvOutputLayout output_;
   KernelFunction fallback_;
   // Where the blocked pointwise loop can run this convolution: its weight's block stride
-  // (pointwiseWeightBlockStride) and the clamp of its epilogue (pointwiseClamp); else nullopt.
+  // (pointwiseWeightBlockStride) and its epilogue's activation (pointwiseActivation); else
+  // nullopt.
   std::optional<int64_t> pointwise_weight_block_stride_;
-  std::optional<std::pair<float, float>> pointwise_clamp_;
+  std::optional<pointwise::PointwiseActivation> pointwise_activation_;
 };
 
 } // namespace

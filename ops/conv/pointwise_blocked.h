@@ -15,17 +15,30 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace srt::ops::pointwise {
 
 // Pixels up to which the loop runs instead of oneDNN's.
 constexpr int64_t kMaxPixels = 49;
 
+// The activation applied in registers to y = conv + bias + residual:
+// clamp(y + shift, lo, hi) * scale, times y where times_input. Identity, relu, the clamps
+// (ReLU6), hardsigmoid (shift 3, [0, 6], scale 1/6: ATen's formula) and hardswish (the same times
+// y).
+struct PointwiseActivation {
+  float shift = 0.f;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  float scale = 1.f;
+  bool times_input = false;
+};
+
 // One image's blocked 1x1 convolution: src [ceil(in_channels / 16)][pixels][16], weight as above
 // (output block ob's rows at weight + ob * weight_block_stride, padding zero), bias
 // [out_channels] or nullptr, residual like out or nullptr; out [ceil(out_channels / 16)][pixels]
-// [16] = clamp(conv + bias + residual, lo, hi) for the output blocks [first_block, last_block).
-// Padding lanes of out come out the residual's plus zero, clamped.
+// [16] = activation(conv + bias + residual) for the output blocks [first_block, last_block).
+// Padding lanes of out come out the activation of the residual's plus zero (finite).
 struct BlockedPointwiseConv {
   const float* src = nullptr;
   const float* weight = nullptr;
@@ -36,8 +49,7 @@ struct BlockedPointwiseConv {
   int64_t pixels = 0;
   int64_t in_channels = 0;
   int64_t out_channels = 0;
-  float lo = 0.f;
-  float hi = 0.f;
+  PointwiseActivation activation;
 };
 
 void runBlockedPointwise(const BlockedPointwiseConv& conv, int64_t first_block, int64_t last_block);

@@ -302,10 +302,11 @@ def forward(self, x):
 
 // The 1x1 convolutions of blocked chains on images of 7x7 pixels and fewer run in our loop
 // (ops/conv/pointwise_blocked.h), oneDNN's kernel above: an expansion to 88 channels (a padded
-// last block) with ReLU6, a 24 -> 24 with bias and residual (the squeeze-excited projection
-// before it stays oneDNN's, which scales its weight), a squeeze-excitation's pair on one
-// pixel (4 channels: a weight oneDNN packs without input blocks; SiLU and sigmoid after), one
-// image and a batch of two, each twice against the JIT.
+// last block) with hardswish; two squeeze-excitations on one pixel, one of 4 channels (a weight
+// oneDNN packs without input blocks) with relu and hardsigmoid, one of 20 (a padded second input
+// block) with SiLU and sigmoid, applied after the loop; a 24 -> 24 with bias, residual and ReLU6
+// (the squeeze-excited projection before it stays oneDNN's, which scales its weight). One image
+// and a batch of two, each twice against the JIT.
 TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
   torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
                                           {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
@@ -315,6 +316,10 @@ TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
                                           {"squeeze_bias", torch::randn({4})},
                                           {"excite", torch::randn({88, 4, 1, 1}) * 0.5},
                                           {"excite_bias", torch::randn({88})},
+                                          {"squeeze2", torch::randn({20, 88, 1, 1}) * 0.3},
+                                          {"squeeze2_bias", torch::randn({20})},
+                                          {"excite2", torch::randn({88, 20, 1, 1}) * 0.3},
+                                          {"excite2_bias", torch::randn({88})},
                                           {"project", torch::randn({24, 88, 1, 1}) * 0.1},
                                           {"project_bias", torch::randn({24})},
                                           {"mix", torch::randn({24, 24, 1, 1}) * 0.2},
@@ -322,13 +327,15 @@ TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
                                          R"JIT(
 def forward(self, x):
     a = torch.clamp(torch.conv2d(x, self.stem, None, 1, 1), 0.0, 6.0)
-    b = torch.clamp(torch.conv2d(a, self.expand, self.expand_bias), 0.0, 6.0)
+    b = torch.hardswish(torch.conv2d(a, self.expand, self.expand_bias))
     c = torch.clamp(torch.conv2d(b, self.dw, None, 1, 1, 1, 88), 0.0, 6.0)
-    s = torch.adaptive_avg_pool2d(c, [1, 1])
-    s = torch.silu(torch.conv2d(s, self.squeeze, self.squeeze_bias))
-    s = torch.sigmoid(torch.conv2d(s, self.excite, self.excite_bias))
-    d = torch.conv2d(c * s, self.project, self.project_bias)
-    return torch.conv2d(d, self.mix, self.mix_bias) + a
+    p = torch.adaptive_avg_pool2d(c, [1, 1])
+    s = torch.relu(torch.conv2d(p, self.squeeze, self.squeeze_bias))
+    s = torch.hardsigmoid(torch.conv2d(s, self.excite, self.excite_bias))
+    t = torch.silu(torch.conv2d(p, self.squeeze2, self.squeeze2_bias))
+    t = torch.sigmoid(torch.conv2d(t, self.excite2, self.excite2_bias))
+    d = torch.conv2d(c * (s * t), self.project, self.project_bias)
+    return torch.clamp(torch.conv2d(d, self.mix, self.mix_bias) + a, 0.0, 6.0)
 )JIT");
   const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({2, 3, 5, 6}),
                                           torch::randn({1, 3, 14, 14})};
@@ -345,12 +352,14 @@ def forward(self, x):
   if (!ops::pointwise::blockedPointwiseAvailable()) {
     return;
   }
-  // 7x7: none of the 1x1 convolutions in oneDNN; 14x14: the expansion is.
+  // 7x7: none of the 1x1 convolutions but the scaled projection in oneDNN; 14x14: the
+  // expansion is.
   const std::string small = oneDnnLog([&] { runtime({inputs[0]}); });
-  EXPECT_EQ(small.find("mb1_ic24oc88"), std::string::npos) << small;
-  EXPECT_EQ(small.find("mb1_ic4oc88"), std::string::npos) << small;
-  EXPECT_EQ(small.find("mb1_ic88oc4"), std::string::npos) << small;
-  EXPECT_EQ(small.find("mb1_ic24oc24"), std::string::npos) << small;
+  for (const char* shape : {"mb1_ic24oc88", "mb1_ic88oc4", "mb1_ic4oc88", "mb1_ic88oc20",
+                            "mb1_ic20oc88", "mb1_ic24oc24"}) {
+    EXPECT_EQ(small.find(shape), std::string::npos) << shape << "\n" << small;
+  }
+  EXPECT_NE(small.find("mb1_ic88oc24"), std::string::npos) << small;
   const std::string large = oneDnnLog([&] { runtime({inputs[2]}); });
   EXPECT_NE(large.find("mb1_ic24oc88_ih14"), std::string::npos) << large;
 }
