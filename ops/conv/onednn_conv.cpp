@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/conv/blocked_layout.h"
+#include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
@@ -1687,6 +1688,34 @@ std::optional<int64_t> pointwiseWeightBlockStride(const OneDnnConvWeight& w) {
   return matrix;
 }
 
+// Whether the blocked depthwise loop (ops/conv/depthwise_blocked.h) can run `w`'s convolutions,
+// reading its weight in place: 2-D depthwise (one channel a group), 3x3 or 5x5, stride 1 or 2 both
+// ways, padding kernel / 2, undilated, float32 direct, the weight in Abcde16a ([ceil(C/16)][K][K]
+// [16], dense).
+bool depthwiseReadsInPlace(const OneDnnConvWeight& w) {
+  const ConvArguments& a = w.arguments;
+  const int64_t k = w.kernel[0];
+  if (a.spatial_dims != 2 || a.transposed || a.groups != w.in_channels ||
+      w.out_channels != w.in_channels || w.multiply != kF32 ||
+      w.algorithm != ConvAlgorithm::kDirect || w.kernel[1] != k || (k != 3 && k != 5) ||
+      a.stride[1] != a.stride[0] || (a.stride[0] != 1 && a.stride[0] != 2)) {
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (a.padding[i] != k / 2 || a.dilation[i] != 1) {
+      return false;
+    }
+  }
+  const dnnl_memory_desc_t& md = w.desc.data;
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  return md.ndims == 5 && md.format_kind == dnnl_blocked && md.offset0 == 0 &&
+         blocking.inner_nblks == 1 && blocking.inner_blks[0] == kChannelBlock &&
+         blocking.inner_idxs[0] == 0 &&
+         md.padded_dims[0] == (w.in_channels + kChannelBlock - 1) / kChannelBlock * kChannelBlock &&
+         (md.padded_dims[0] == kChannelBlock || blocking.strides[0] == k * k * kChannelBlock) &&
+         blocking.strides[3] == k * kChannelBlock && blocking.strides[4] == kChannelBlock;
+}
+
 class OneDnnConv {
 public:
   OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
@@ -1695,7 +1724,9 @@ public:
         trailing_(trailingActivation(epilogue)), residual_input_(residual_input),
         scale_input_(scale_input), output_(output), fallback_(std::move(fallback)) {
     pointwise_weight_block_stride_ = pointwiseWeightBlockStride(*weight_);
-    if (output_ == ConvOutputLayout::kBlocked && pointwise_weight_block_stride_) {
+    depthwise_in_place_ = depthwiseReadsInPlace(*weight_);
+    if (output_ == ConvOutputLayout::kBlocked &&
+        (pointwise_weight_block_stride_ || depthwise_in_place_)) {
       pointwise_activation_ = pointwiseActivation(epilogue_);
     }
   }
@@ -1766,7 +1797,15 @@ public:
     }
     // On one thread: split over two, mobilenet_v2 ran 1% slower in the loop than in oneDNN's
     // pieces (efficientnet_b0 1-4% faster).
-    if (pointwise_activation_ && src_blocked && !scale &&
+    if (depthwise_in_place_ && pointwise_activation_ && src_blocked && !scale &&
+        !epilogue_.has_residual &&
+        depthwise::blockedDepthwiseRuns(w.kernel[0], w.arguments.stride[0], key.size[1]) &&
+        threadsFor(p.workers(), static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd) ==
+            1) {
+      runDepthwise(p, x, out_sizes);
+      return;
+    }
+    if (pointwise_weight_block_stride_ && pointwise_activation_ && src_blocked && !scale &&
         key.size[0] * key.size[1] <= pointwise::kMaxPixels &&
         threadsFor(p.workers(), static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd) ==
             1) {
@@ -1861,6 +1900,34 @@ private:
     }
   }
 
+  // The convolution in the blocked depthwise loop (depthwise_in_place_, pointwise_activation_
+  // set; x blocked, rows the loop has a build for), image by image on the calling thread.
+  void runDepthwise(ProcessedNode& p, const at::Tensor& x,
+                    const std::vector<int64_t>& out_sizes) const {
+    const OneDnnConvWeight& w = *weight_;
+    at::Tensor& out = contiguousOutput(p, 0, out_sizes, x.options());
+    depthwise::BlockedDepthwiseConv conv;
+    conv.weight = static_cast<const float*>(w.storage.data_ptr());
+    conv.bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
+    conv.channels = w.in_channels;
+    conv.height = x.size(2);
+    conv.width = x.size(3);
+    conv.kernel = w.kernel[0];
+    conv.stride = w.arguments.stride[0];
+    conv.activation = *pointwise_activation_;
+    const int64_t blocks = x.size(1);
+    const int64_t src_image = x.numel() / x.size(0);
+    const int64_t out_image = out.numel() / x.size(0);
+    for (int64_t n = 0; n < x.size(0); ++n) {
+      conv.src = x.data_ptr<float>() + n * src_image;
+      conv.out = out.data_ptr<float>() + n * out_image;
+      depthwise::runBlockedDepthwise(conv, 0, blocks);
+    }
+    if (trailing_) {
+      applyTrailing(*trailing_, out.data_ptr<float>(), out.numel());
+    }
+  }
+
   // Last run's output 0 in channels-last layout, or a new one.
   static at::Tensor& outputChannelsLast(ProcessedNode& p, at::IntArrayRef sizes,
                                         at::MemoryFormat format) {
@@ -1876,10 +1943,12 @@ private:
   int scale_input_; // srt::scaled_*_conv2d's factors, or -1
   ConvOutputLayout output_;
   KernelFunction fallback_;
-  // Where the blocked pointwise loop can run this convolution: its weight's block stride
-  // (pointwiseWeightBlockStride) and its epilogue's activation (pointwiseActivation); else
-  // nullopt.
+  // Where our blocked loops can run this convolution: the pointwise loop's weight block stride
+  // (pointwiseWeightBlockStride), whether the depthwise loop reads the weight
+  // (depthwiseReadsInPlace), and the activation either applies in registers (pointwiseActivation;
+  // nullopt where neither runs or the activation is another).
   std::optional<int64_t> pointwise_weight_block_stride_;
+  bool depthwise_in_place_ = false;
   std::optional<pointwise::PointwiseActivation> pointwise_activation_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <ATen/cpu/vec/vec.h>
 
+#include "ops/conv/cpu/blocked_activation.h"
 #include "ops/conv/pointwise_blocked.h"
 #include "ops/elementwise/cpu/partial_vectors.h"
 
@@ -86,20 +87,11 @@ template <int R, int NB> void tile(const BlockedPointwiseConv& conv, int64_t blo
   for (int64_t i = 0; i < conv.in_channels - full_blocks * kBlock; ++i) {
     accumulate<R, NB>(acc, src + i, w + i * kBlock, conv.weight_block_stride);
   }
-  const PointwiseActivation& activation = conv.activation;
-  const Vec shift(activation.shift);
-  const Vec lo(activation.lo);
-  const Vec hi(activation.hi);
-  const Vec scale(activation.scale);
   for (int j = 0; j < NB; ++j) {
     for (int r = 0; r < R; ++r) {
       for (int v = 0; v < kVecs; ++v) {
-        const Vec y = acc[r][j][v];
-        Vec result = at::vec::clamp(y + shift, lo, hi) * scale;
-        if (activation.times_input) {
-          result = result * y;
-        }
-        result.store(conv.out + ((block + j) * pixels + p + r) * kBlock + v * Vec::size());
+        activate(acc[r][j][v], conv.activation)
+            .store(conv.out + ((block + j) * pixels + p + r) * kBlock + v * Vec::size());
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "harness/differential.h"
 #include "harness/kernel_kinds.h"
 #include "harness/onednn_log.h"
+#include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
 
 namespace srt::testing {
@@ -306,7 +307,7 @@ def forward(self, x):
 // oneDNN packs without input blocks) with relu and hardsigmoid, one of 20 (a padded second input
 // block) with SiLU and sigmoid, applied after the loop; a 24 -> 24 with bias, residual and ReLU6
 // (the squeeze-excited projection before it stays oneDNN's, which scales its weight). One image
-// and a batch of two, each twice against the JIT.
+// and a batch of two, each twice against the JIT, at 1 thread.
 TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
   torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
                                           {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
@@ -339,15 +340,11 @@ def forward(self, x):
 )JIT");
   const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({2, 3, 5, 6}),
                                           torch::randn({1, 3, 14, 14})};
+  RuntimeOptions one_thread; // where every convolution of these sizes takes the loop
+  one_thread.intra_op_threads = 1;
+  expectRuntimeMatchesJit(module, inputs, {}, one_thread, 1e-4);
   StaticModule prepared(module);
-  StaticRuntime runtime(prepared);
-  for (const at::Tensor& x : inputs) {
-    const at::Tensor expected = module.forward({x}).toTensor();
-    for (int run = 0; run < 2; ++run) {
-      EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4))
-          << "input " << x.sizes() << ", run " << run;
-    }
-  }
+  StaticRuntime runtime(prepared, one_thread);
   EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
   if (!ops::pointwise::blockedPointwiseAvailable()) {
     return;
@@ -362,6 +359,47 @@ def forward(self, x):
   EXPECT_NE(small.find("mb1_ic88oc24"), std::string::npos) << small;
   const std::string large = oneDnnLog([&] { runtime({inputs[2]}); });
   EXPECT_NE(large.find("mb1_ic24oc88_ih14"), std::string::npos) << large;
+}
+
+// Depthwise convolutions of blocked chains whose output rows are 14 pixels or fewer run in our
+// loop (ops/conv/depthwise_blocked.h), oneDNN's jit_dw above: 3x3 stride 1 with ReLU6, 5x5
+// stride 2 with hardswish, 3x3 stride 2 without bias and SiLU after; 88 channels (a padded last
+// block); rows of 14, 13 and 7 pixels, odd heights, a batch of two, and a 40x40 image whose wide
+// rows stay oneDNN's. Each twice against the JIT, at 1 thread.
+TEST(Conv2dOneDnn, DepthwiseConvolutionsOfSmallImagesMatchJit) {
+  torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
+                                          {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
+                                          {"dw3", torch::randn({88, 1, 3, 3}) * 0.3},
+                                          {"dw3_bias", torch::randn({88})},
+                                          {"dw5", torch::randn({88, 1, 5, 5}) * 0.2},
+                                          {"dw5_bias", torch::randn({88})},
+                                          {"dw3s2", torch::randn({88, 1, 3, 3}) * 0.3},
+                                          {"project", torch::randn({24, 88, 1, 1}) * 0.1}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.clamp(torch.conv2d(x, self.stem, None, 1, 1), 0.0, 6.0)
+    b = torch.clamp(torch.conv2d(a, self.expand), 0.0, 6.0)
+    c = torch.clamp(torch.conv2d(b, self.dw3, self.dw3_bias, 1, 1, 1, 88), 0.0, 6.0)
+    d = torch.hardswish(torch.conv2d(c, self.dw5, self.dw5_bias, 2, 2, 1, 88))
+    e = torch.silu(torch.conv2d(d, self.dw3s2, None, 2, 1, 1, 88))
+    return torch.conv2d(e, self.project)
+)JIT");
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 14, 14}), torch::randn({2, 3, 9, 13}),
+                                          torch::randn({1, 3, 7, 7}), torch::randn({1, 3, 40, 40})};
+  RuntimeOptions one_thread; // where every convolution of these sizes takes the loop
+  one_thread.intra_op_threads = 1;
+  expectRuntimeMatchesJit(module, inputs, {}, one_thread, 1e-4);
+  StaticModule prepared(module);
+  StaticRuntime runtime(prepared, one_thread);
+  EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
+  if (!ops::depthwise::blockedDepthwiseRuns(3, 1, 14)) {
+    return;
+  }
+  const std::string small = oneDnnLog([&] { runtime({inputs[0]}); });
+  EXPECT_EQ(small.find("g88mb1"), std::string::npos) << small;
+  const std::string large = oneDnnLog([&] { runtime({inputs[3]}); });
+  EXPECT_NE(large.find("g88mb1_ic88oc88_ih40"), std::string::npos) << large;
+  EXPECT_EQ(large.find("g88mb1_ic88oc88_ih20"), std::string::npos) << large;
 }
 
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
