@@ -1,6 +1,6 @@
 // 1x1 convolutions of channel-blocked images of few pixels (7x7 and smaller), our own loop in
-// place of oneDNN's jit_1x1 kernel, built per CPU capability
-// (ops/conv/cpu/pointwise_blocked_loops.cpp) and run on the widest the CPU has. On images of 7x7
+// place of oneDNN's jit_1x1 kernel, built for AVX-512 (ops/conv/cpu/pointwise_blocked_loops.cpp:
+// one 16-channel block a vector) and run on CPUs that have it. On images of 7x7
 // and fewer pixels jit_1x1 blocks its pixels poorly: the expanding 1x1 convolutions at the ends of
 // mobile networks ran 13-20% slower in it than in this loop (mobilenet_v2's 320 -> 1280 at 7x7: 300
 // vs 252 us, 160 -> 960: 107 vs 86; efficientnet_b0's 192 -> 1152: 144 vs 124; mobilenet_v3_small's
@@ -54,8 +54,7 @@ struct BlockedPointwiseConv {
 
 void runBlockedPointwise(const BlockedPointwiseConv& conv, int64_t first_block, int64_t last_block);
 
-// Whether the widest capability's vectors are one 16-channel block (AVX-512): the loop was
-// measured there only; elsewhere oneDNN's kernel runs.
+// Whether this CPU has AVX-512, the loop's one build; elsewhere oneDNN's kernel runs.
 bool blockedPointwiseAvailable();
 
 } // namespace srt::ops::pointwise

@@ -1,5 +1,6 @@
-// ops/conv/pointwise_blocked.h for one CPU capability (cmake/CpuKernels.cmake builds it once per
-// capability with CPU_CAPABILITY naming the inline namespace).
+// ops/conv/pointwise_blocked.h's loop. cmake/CpuKernels.cmake builds every ops/*/cpu/ file once
+// per capability; this loop keeps a 16-channel block in one vector, so only the AVX-512 build
+// defines it (ops/conv/pointwise_blocked.cpp calls it on AVX-512 CPUs only).
 #include <algorithm>
 #include <utility>
 
@@ -8,6 +9,8 @@
 #include "ops/conv/cpu/blocked_activation.h"
 #include "ops/conv/pointwise_blocked.h"
 #include "ops/elementwise/cpu/partial_vectors.h"
+
+#if defined(CPU_CAPABILITY_AVX512)
 
 // GCC 12 flags the _mm512_undefined_ps inside _mm512_max_ps once inlined into these loops (as
 // cmake/CpuKernels.cmake says of ATen's headers).
@@ -20,15 +23,15 @@ namespace {
 
 using Vec = at::vec::Vectorized<float>;
 constexpr int64_t kBlock = 16;
-constexpr int kVecs = static_cast<int>(kBlock / Vec::size()); // vectors per block
+static_assert(Vec::size() == kBlock, "one 16-channel block a vector");
 // Pixels by output blocks of accumulators: 9 x 3 = 27 of AVX-512's 32 registers (an A/B against
 // 14 x 2 and 7 x 4 on 7x7 images; 3 weight loads and 9 broadcasts feed 27 FMAs).
 constexpr int kOutputBlocks = 3;
-constexpr int kMaxRows = 9 / kVecs;
+constexpr int kMaxRows = 9;
 
-Vec biasVector(const BlockedPointwiseConv& conv, int64_t block, int v) {
-  const int64_t first = block * kBlock + v * Vec::size();
-  const int64_t count = std::min<int64_t>(conv.out_channels - first, Vec::size());
+Vec biasVector(const BlockedPointwiseConv& conv, int64_t block) {
+  const int64_t first = block * kBlock;
+  const int64_t count = std::min<int64_t>(conv.out_channels - first, kBlock);
   if (conv.bias == nullptr || count <= 0) {
     return Vec(0.f);
   }
@@ -38,20 +41,16 @@ Vec biasVector(const BlockedPointwiseConv& conv, int64_t block, int v) {
 // Input channel c's products into the accumulators: its weight row (16 outputs) of each output
 // block, times its value at each of the R pixels.
 template <int R, int NB>
-inline void accumulate(Vec (&acc)[R][NB][kVecs], const float* src, const float* w,
+inline void accumulate(Vec (&acc)[R][NB], const float* src, const float* w,
                        int64_t weight_block_stride) {
-  Vec wv[NB][kVecs];
+  Vec wv[NB];
   for (int j = 0; j < NB; ++j) {
-    for (int v = 0; v < kVecs; ++v) {
-      wv[j][v] = Vec::loadu(w + j * weight_block_stride + v * Vec::size());
-    }
+    wv[j] = Vec::loadu(w + j * weight_block_stride);
   }
   for (int r = 0; r < R; ++r) {
     const Vec x(src[r * kBlock]);
     for (int j = 0; j < NB; ++j) {
-      for (int v = 0; v < kVecs; ++v) {
-        acc[r][j][v] = at::vec::fmadd(x, wv[j][v], acc[r][j][v]);
-      }
+      acc[r][j] = at::vec::fmadd(x, wv[j], acc[r][j]);
     }
   }
 }
@@ -59,16 +58,13 @@ inline void accumulate(Vec (&acc)[R][NB][kVecs], const float* src, const float* 
 // Pixels [p, p + R) of output blocks [block, block + NB).
 template <int R, int NB> void tile(const BlockedPointwiseConv& conv, int64_t block, int64_t p) {
   const int64_t pixels = conv.pixels;
-  Vec acc[R][NB][kVecs];
+  Vec acc[R][NB];
   for (int j = 0; j < NB; ++j) {
-    for (int v = 0; v < kVecs; ++v) {
-      const Vec b = biasVector(conv, block + j, v);
-      for (int r = 0; r < R; ++r) {
-        acc[r][j][v] = b;
-        if (conv.residual != nullptr) {
-          acc[r][j][v] +=
-              Vec::loadu(conv.residual + ((block + j) * pixels + p + r) * kBlock + v * Vec::size());
-        }
+    const Vec b = biasVector(conv, block + j);
+    for (int r = 0; r < R; ++r) {
+      acc[r][j] = b;
+      if (conv.residual != nullptr) {
+        acc[r][j] += Vec::loadu(conv.residual + ((block + j) * pixels + p + r) * kBlock);
       }
     }
   }
@@ -89,10 +85,8 @@ template <int R, int NB> void tile(const BlockedPointwiseConv& conv, int64_t blo
   }
   for (int j = 0; j < NB; ++j) {
     for (int r = 0; r < R; ++r) {
-      for (int v = 0; v < kVecs; ++v) {
-        activate(acc[r][j][v], conv.activation)
-            .store(conv.out + ((block + j) * pixels + p + r) * kBlock + v * Vec::size());
-      }
+      activate(acc[r][j], conv.activation)
+          .store(conv.out + ((block + j) * pixels + p + r) * kBlock);
     }
   }
 }
@@ -138,3 +132,5 @@ void runBlockedPointwiseLoop(const BlockedPointwiseConv& conv, int64_t first_blo
 
 } // namespace CPU_CAPABILITY
 } // namespace srt::ops::pointwise
+
+#endif // CPU_CAPABILITY_AVX512
