@@ -14,6 +14,7 @@
 #include "ops/conv/blocked_layout.h"
 #include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
+#include "ops/conv/small_image_gemm.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/parallelism.h"
@@ -1688,6 +1689,36 @@ std::optional<int64_t> pointwiseWeightBlockStride(const OneDnnConvWeight& w) {
   return matrix;
 }
 
+// Output channels per block of `w`'s packing where ops/conv/small_image_gemm.h can read it in
+// place: a 2-D float32 direct ungrouped weight in Acdb16a, Acdb32a, Acdb48a or Acdb64a (blocks of
+// output channels, each a dense [kh][kw][C][block] matrix), what oneDNN's brgconv packs for
+// channels-last activations on AVX-512.
+std::optional<int64_t> smallImageBlockWidth(const OneDnnConvWeight& w) {
+  const ConvArguments& a = w.arguments;
+  if (!blockedGemmRuns() || a.spatial_dims != 2 || a.transposed || a.groups != 1 ||
+      w.multiply != kF32 || w.algorithm != ConvAlgorithm::kDirect) {
+    return std::nullopt;
+  }
+  const dnnl_memory_desc_t& md = w.desc.data;
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  if (md.ndims != 4 || md.format_kind != dnnl_blocked || md.offset0 != 0 ||
+      blocking.inner_nblks != 1 || blocking.inner_idxs[0] != 0) {
+    return std::nullopt;
+  }
+  const int64_t width = blocking.inner_blks[0];
+  const int64_t c = md.dims[1];
+  const int64_t kw = md.dims[3];
+  if (width % 16 != 0 || width > kBlockedGemmWidth || md.padded_dims[1] != c ||
+      blocking.strides[1] != width || blocking.strides[3] != c * width ||
+      blocking.strides[2] != kw * c * width) {
+    return std::nullopt;
+  }
+  if (md.padded_dims[0] > width && blocking.strides[0] != md.dims[2] * kw * c * width) {
+    return std::nullopt;
+  }
+  return width;
+}
+
 // Whether the blocked depthwise loop (ops/conv/depthwise_blocked.h) can run `w`'s convolutions,
 // reading its weight in place: 2-D depthwise (one channel a group), 3x3 or 5x5, stride 1 or 2 both
 // ways, padding kernel / 2, undilated, float32 direct, the weight in Abcde16a ([ceil(C/16)][K][K]
@@ -1725,6 +1756,7 @@ public:
         scale_input_(scale_input), output_(output), fallback_(std::move(fallback)) {
     pointwise_weight_block_stride_ = pointwiseWeightBlockStride(*weight_);
     depthwise_in_place_ = depthwiseReadsInPlace(*weight_);
+    small_image_block_width_ = smallImageBlockWidth(*weight_);
     if (output_ == ConvOutputLayout::kBlocked &&
         (pointwise_weight_block_stride_ || depthwise_in_place_)) {
       pointwise_activation_ = pointwiseActivation(epilogue_);
@@ -1809,6 +1841,14 @@ public:
     if (own_loop_applies && pointwise_weight_block_stride_ &&
         key.size[0] * key.size[1] <= pointwise::kMaxPixels) {
       runPointwise(p, x, out_sizes, residual);
+      return;
+    }
+    // Few output pixels against the weight: the product on our GEMM, which prefetches the weight
+    // (ops/conv/small_image_gemm.h).
+    if (small_image_block_width_ && !scale && out_channels_last && spatial_dims == 2 &&
+        x.is_contiguous(channels_last_format) &&
+        out_sizes[2] * out_sizes[3] <= conv_gemm::kMaxPixels) {
+      runSmallImage(p, x, out_sizes, residual);
       return;
     }
     key.scaled_weights = scale && scalesWeight(w, key.batch, x.numel() / key.batch);
@@ -1899,6 +1939,44 @@ private:
     }
   }
 
+  // The convolution as im2col products on the blocked GEMM (small_image_block_width_ set; x and
+  // the output channels last, few output pixels an image).
+  void runSmallImage(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
+                     const at::Tensor* residual) const {
+    const OneDnnConvWeight& w = *weight_;
+    const ConvArguments& a = w.arguments;
+    at::Tensor& out = outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast);
+    conv_gemm::SmallImageConv conv;
+    conv.src = x.data_ptr<float>();
+    conv.batch = x.size(0);
+    conv.channels = x.size(1);
+    conv.height = x.size(2);
+    conv.width = x.size(3);
+    for (int i = 0; i < 2; ++i) {
+      conv.kernel[i] = w.kernel[i];
+      conv.stride[i] = a.stride[i];
+      conv.padding[i] = a.padding[i];
+      conv.dilation[i] = a.dilation[i];
+    }
+    conv.out_height = out_sizes[2];
+    conv.out_width = out_sizes[3];
+    conv.out_channels = w.out_channels;
+    conv.weight = static_cast<const float*>(w.storage.data_ptr());
+    conv.block_width = *small_image_block_width_;
+    conv.block_stride = conv.block_width * w.kernel[0] * w.kernel[1] * w.in_channels;
+    conv.bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
+    conv.residual = residual != nullptr ? residual->data_ptr<float>() : nullptr;
+    conv.activation = epilogue_.activation ? epilogue_.activation : trailing_;
+    conv.params = epilogue_.params;
+    conv.out = out.data_ptr<float>();
+    const int64_t scratch_floats = conv_gemm::scratchFloats(conv);
+    float* scratch =
+        scratch_floats > 0
+            ? static_cast<float*>(p.scratch(static_cast<size_t>(scratch_floats) * sizeof(float)))
+            : nullptr;
+    conv_gemm::run(conv, scratch, p.workers());
+  }
+
   // The convolution in the blocked depthwise loop (depthwise_in_place_, pointwise_activation_
   // set; x blocked, rows the loop has a build for), image by image on the calling thread.
   void runDepthwise(ProcessedNode& p, const at::Tensor& x,
@@ -1947,6 +2025,7 @@ private:
   // (depthwiseReadsInPlace), and the activation either applies in registers (pointwiseActivation;
   // nullopt where neither runs or the activation is another).
   std::optional<int64_t> pointwise_weight_block_stride_;
+  std::optional<int64_t> small_image_block_width_;
   bool depthwise_in_place_ = false;
   std::optional<pointwise::PointwiseActivation> pointwise_activation_;
 };

@@ -2,7 +2,10 @@
 // The weight is the layout oneDNN's matmul packs a constant right operand into on AVX-512
 // (BA16a64b): blocks of kBlockedGemmWidth columns, each a row-major [k, 64] matrix (k padded to
 // 16 rows with zeros), `block_stride` floats apart, the last block zero-padded. So it runs on the
-// weight oneDNN packed (ops/gemm/onednn.cpp), never a second copy.
+// weight oneDNN packed (ops/gemm/onednn.cpp), never a second copy. Blocks of 16, 32 or 48
+// columns read the same way: a convolution's weight as oneDNN packs it for channels-last
+// activations (Acdb32a: [OC / 32][kh][kw][C][32], a [kh * kw * C, 32] matrix per block) is the
+// right operand of its im2col product (ops/conv/small_image_gemm.h).
 //
 // Why not oneDNN's own kernel on it: a linear of few rows streams its weight from memory once per
 // call (wav2vec2's 49-row linears: 9.4 MB for 0.23 GFLOP), and oneDNN 2.6's brgemm leaves the
@@ -29,10 +32,14 @@ constexpr int64_t kBlockedGemmTileRows = 6;
 struct BlockedGemmEpilogue {
   bool activate = false;
   vec::UnaryOp activation = vec::UnaryOp::kRelu; // when `activate`
+  vec::Params activation_params;                 // a clamp's bounds
   const float* residual = nullptr;
   int64_t residual_ld = 0;
   float alpha = 1.f;
   bool residual_first = false;
+  // Instead: y = act(a @ w + bias + r) (a convolution's sum post-op; alpha and residual_first
+  // unused).
+  bool residual_before_activation = false;
 };
 
 struct BlockedGemm {
@@ -43,8 +50,9 @@ struct BlockedGemm {
   int64_t k = 0;
   int64_t n = 0;
   int64_t block_stride = 0;
-  const float* bias = nullptr; // n floats, or nullptr
-  float* out = nullptr;        // [m, n], rows `ldo` floats apart
+  int64_t block_width = kBlockedGemmWidth; // 16, 32, 48 or 64
+  const float* bias = nullptr;             // n floats, or nullptr
+  float* out = nullptr;                    // [m, n], rows `ldo` floats apart
   int64_t ldo = 0;
   BlockedGemmEpilogue epilogue;
 };

@@ -176,8 +176,9 @@ inline at::vec::Vectorized<float> fastGelu(at::vec::Vectorized<float> x) {
 }
 
 // Calls visit(f) with f the fast formula of `op` where there is one (sigmoid, silu, tanh, gelu),
-// else its formula as ATen writes it (formulas.h).
-template <typename Visit> inline void visitFastFormula(UnaryOp op, const Visit& visit) {
+// else its formula as ATen writes it (formulas.h) with `params` (a clamp's bounds).
+template <typename Visit>
+inline void visitFastFormula(UnaryOp op, const Visit& visit, Params params = {}) {
   using Vec = at::vec::Vectorized<float>;
   switch (op) {
   case UnaryOp::kSigmoid:
@@ -189,7 +190,7 @@ template <typename Visit> inline void visitFastFormula(UnaryOp op, const Visit& 
   case UnaryOp::kGelu:
     return visit([](Vec v) { return fastGelu(v); });
   default:
-    return visitFormula(op, {}, visit);
+    return visitFormula(op, params, visit);
   }
 }
 

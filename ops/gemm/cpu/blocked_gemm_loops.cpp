@@ -16,7 +16,7 @@ namespace {
 
 using vec::Vec;
 
-constexpr int kVectors = 4; // one column block: 4 x 16 floats
+constexpr int kVectors = 4; // a tile's columns: 4 x 16 floats
 static_assert(kBlockedGemmWidth == kVectors * 16);
 // Weight rows per pass of a tile: one 64-column block of 128 rows is 32 KB, which stays in L1
 // (48 KB) while every tile of the rows multiplies it.
@@ -27,12 +27,20 @@ inline __mmask16 laneMask(int64_t columns, int v) {
   return static_cast<__mmask16>((1u << count) - 1u);
 }
 
-// One tile: rows [0, R) of `a` times depth rows [0, depth) of one column block `b` ([depth, 64]),
-// added to the sums already in `out` unless `first`, stored through the epilogue when `last`.
+// Row 0 of the weight's 16 columns from `column` on (a multiple of 16 below the padded width):
+// in the block of g.block_width columns that holds them.
+inline const float* weightColumns(const BlockedGemm& g, int64_t column) {
+  return g.w + column / g.block_width * g.block_stride + column % g.block_width;
+}
+
+// One tile: rows [0, R) of `a` times depth rows [0, depth) of 64 columns of the weight, vector v's
+// 16 at b[v] (rows `row_stride` floats apart), added to the sums already in `out` unless `first`,
+// stored through the epilogue when `last`.
 struct Tile {
   const float* a;
   int64_t lda;
-  const float* b;
+  const float* b[kVectors];
+  int64_t row_stride;
   int64_t depth;
   float* out;
   int64_t ldo;
@@ -41,14 +49,19 @@ struct Tile {
   bool last;
   const float* bias;     // the block's first column, or nullptr
   const float* residual; // the tile's first element, or nullptr
-  // Lines of the next weight block to bring into cache while this tile runs (one per k step).
-  const char* prefetch;
-  int64_t prefetch_lines;
+  // The tile's share of the next depth block of the weight, brought into cache while it runs, in
+  // its first prefetch_steps k steps: 64-column blocks (kWide), a line a step from prefetch[0] on,
+  // in memory order; narrower ones, a row a step, vector v's line from prefetch[v] on.
+  const float* prefetch[kVectors];
+  int64_t prefetch_steps;
+  bool residual_in_sum; // the residual starts the sums: the activation applies to it too
 };
 
 // V: the vectors of the block computed, those that hold a valid column (a block's last columns
 // past n need none: keys 197 in 4 blocks computed 64 columns of the last for 5).
-template <int R, int V, typename Activation>
+// kWide: the weight in blocks of 64 columns, a tile's rows contiguous (its addresses computed
+// from one pointer: the narrower blocks' per-vector ones cost the 64-wide case 7-10%).
+template <int R, int V, bool kWide, typename Activation>
 __attribute__((always_inline)) inline void
 multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activation& activation) {
   __m512 sums[R][V];
@@ -58,15 +71,28 @@ multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activatio
                              : _mm512_setzero_ps();
     for (int r = 0; r < R; ++r) {
       sums[r][v] = t.first ? start : _mm512_maskz_loadu_ps(t.masks[v], t.out + r * t.ldo + 16 * v);
+      if (t.first && t.residual_in_sum) {
+        sums[r][v] = _mm512_add_ps(
+            sums[r][v],
+            _mm512_maskz_loadu_ps(t.masks[v], t.residual + r * epilogue.residual_ld + 16 * v));
+      }
     }
   }
   for (int64_t i = 0; i < t.depth; ++i) {
-    if (i < t.prefetch_lines) {
-      _mm_prefetch(t.prefetch + 64 * i, _MM_HINT_T1);
+    if (i < t.prefetch_steps) {
+      if constexpr (kWide) {
+        _mm_prefetch(reinterpret_cast<const char*>(t.prefetch[0]) + 64 * i, _MM_HINT_T1);
+      } else {
+        for (int v = 0; v < kVectors; ++v) {
+          _mm_prefetch(reinterpret_cast<const char*>(t.prefetch[v] + i * t.row_stride),
+                       _MM_HINT_T1);
+        }
+      }
     }
     __m512 weights[V];
     for (int v = 0; v < V; ++v) {
-      weights[v] = _mm512_loadu_ps(t.b + i * kBlockedGemmWidth + 16 * v);
+      weights[v] = kWide ? _mm512_loadu_ps(t.b[0] + i * kBlockedGemmWidth + 16 * v)
+                         : _mm512_loadu_ps(t.b[v] + i * t.row_stride);
     }
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(t.a[r * t.lda + i]);
@@ -80,7 +106,7 @@ multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activatio
       __m512 y = sums[r][v];
       if (t.last) {
         y = activation(Vec(y));
-        if (t.residual != nullptr) {
+        if (t.residual != nullptr && !t.residual_in_sum) {
           const __m512 residual =
               _mm512_maskz_loadu_ps(t.masks[v], t.residual + r * epilogue.residual_ld + 16 * v);
           const __m512 alpha = _mm512_set1_ps(epilogue.alpha);
@@ -93,51 +119,52 @@ multiplyTile(const Tile& t, const BlockedGemmEpilogue& epilogue, const Activatio
   }
 }
 
-template <int V, typename Activation>
+template <int V, bool kWide, typename Activation>
 void multiplyTileOfRows(int rows, const Tile& t, const BlockedGemmEpilogue& epilogue,
                         const Activation& activation) {
   switch (rows) {
   case 1:
-    return multiplyTile<1, V>(t, epilogue, activation);
+    return multiplyTile<1, V, kWide>(t, epilogue, activation);
   case 2:
-    return multiplyTile<2, V>(t, epilogue, activation);
+    return multiplyTile<2, V, kWide>(t, epilogue, activation);
   case 3:
-    return multiplyTile<3, V>(t, epilogue, activation);
+    return multiplyTile<3, V, kWide>(t, epilogue, activation);
   case 4:
-    return multiplyTile<4, V>(t, epilogue, activation);
+    return multiplyTile<4, V, kWide>(t, epilogue, activation);
   case 5:
-    return multiplyTile<5, V>(t, epilogue, activation);
+    return multiplyTile<5, V, kWide>(t, epilogue, activation);
   default:
-    return multiplyTile<6, V>(t, epilogue, activation);
+    return multiplyTile<6, V, kWide>(t, epilogue, activation);
   }
 }
 
 // A tile of a block of `vectors` valid vectors: narrower tiles only where kNarrowTails (the
 // epilogue without activation: attention's products, whose key counts are rarely whole blocks),
 // so that every activation's loop is not compiled four times over.
-template <bool kNarrowTails, typename Activation>
+template <bool kNarrowTails, bool kWide, typename Activation>
 void multiplyTileOfBlock(int vectors, int rows, const Tile& t, const BlockedGemmEpilogue& epilogue,
                          const Activation& activation) {
   if constexpr (kNarrowTails) {
     switch (vectors) {
     case 1:
-      return multiplyTileOfRows<1>(rows, t, epilogue, activation);
+      return multiplyTileOfRows<1, kWide>(rows, t, epilogue, activation);
     case 2:
-      return multiplyTileOfRows<2>(rows, t, epilogue, activation);
+      return multiplyTileOfRows<2, kWide>(rows, t, epilogue, activation);
     case 3:
-      return multiplyTileOfRows<3>(rows, t, epilogue, activation);
+      return multiplyTileOfRows<3, kWide>(rows, t, epilogue, activation);
     default:
       break;
     }
   }
-  multiplyTileOfRows<kVectors>(rows, t, epilogue, activation);
+  multiplyTileOfRows<kVectors, kWide>(rows, t, epilogue, activation);
 }
 
-// Rows [row_begin, row_end) x column blocks [block_begin, block_end): each column block front to
+// Rows [row_begin, row_end) x 64-column groups [block_begin, block_end): each group front to
 // back in depth blocks, each depth block multiplied by every tile of the rows (their slice of
 // `a`, at most kBlockedGemmMaxRows x kDepthBlock floats, stays in L2). The weight is read once,
-// in memory order, and each tile prefetches its share of the next depth block.
-template <bool kNarrowTails, typename Activation>
+// in memory order where its blocks are 64 columns wide, and each tile prefetches its share of the
+// next depth block.
+template <bool kNarrowTails, bool kWide, typename Activation>
 void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, int64_t block_begin,
                     int64_t block_end, const Activation& activation) {
   const BlockedGemmEpilogue& epilogue = g.epilogue;
@@ -148,25 +175,41 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
     const int64_t column = block * kBlockedGemmWidth;
     const int64_t columns = std::min(kBlockedGemmWidth, g.n - column);
     const int vectors = static_cast<int>((columns + 15) / 16);
-    const float* block_weight = g.w + block * g.block_stride;
+    // Vector v's columns in depth row 0 (those past n: the first's, never stored).
+    const auto vectorColumns = [&](int64_t group, int v) {
+      const int64_t first = group * kBlockedGemmWidth;
+      return weightColumns(g, first + 16 * v < g.n ? first + 16 * v : first);
+    };
+    const float* weight[kVectors];
+    const float* next_group[kVectors];
+    for (int v = 0; v < kVectors; ++v) {
+      weight[v] = vectorColumns(block, v);
+      next_group[v] = block + 1 < block_end ? vectorColumns(block + 1, v) : nullptr;
+    }
     for (int64_t i0 = 0; i0 < g.k; i0 += kDepthBlock) {
       const int64_t depth = std::min(kDepthBlock, g.k - i0);
       const bool last = i0 + depth >= g.k;
-      // The next depth block: this column block's, else the next column block's first.
-      const float* next = nullptr;
+      // The next depth block: this group's, else the next group's first.
+      const float* next[kVectors] = {};
       int64_t next_depth = 0;
       if (!last) {
-        next = block_weight + (i0 + depth) * kBlockedGemmWidth;
+        for (int v = 0; v < kVectors; ++v) {
+          next[v] = weight[v] + (i0 + depth) * g.block_width;
+        }
         next_depth = std::min(kDepthBlock, g.k - i0 - depth);
-      } else if (block + 1 < block_end) {
-        next = block_weight + g.block_stride;
+      } else if (next_group[0] != nullptr) {
+        std::copy(next_group, next_group + kVectors, next);
         next_depth = std::min(kDepthBlock, g.k);
       }
-      const int64_t lines = next_depth * kBlockedGemmWidth * sizeof(float) / 64;
-      const int64_t lines_per_tile = (lines + tiles - 1) / tiles;
+      // Steps of prefetching: lines of 64-wide blocks, rows of narrower ones.
+      const int64_t steps = kWide ? next_depth * kVectors : next_depth;
+      const int64_t steps_per_tile = (steps + tiles - 1) / tiles;
       Tile t{};
       t.lda = g.lda;
-      t.b = block_weight + i0 * kBlockedGemmWidth;
+      for (int v = 0; v < kVectors; ++v) {
+        t.b[v] = weight[v] + i0 * g.block_width;
+      }
+      t.row_stride = g.block_width;
       t.depth = depth;
       t.ldo = g.ldo;
       for (int v = 0; v < kVectors; ++v) {
@@ -175,6 +218,7 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
       t.first = i0 == 0;
       t.last = last;
       t.bias = g.bias == nullptr ? nullptr : g.bias + column;
+      t.residual_in_sum = epilogue.residual_before_activation && epilogue.residual != nullptr;
       int64_t row = row_begin;
       for (int64_t tile = 0; tile < tiles; ++tile) {
         const int64_t tile_rows = rows / tiles + (tile < rows % tiles ? 1 : 0);
@@ -183,11 +227,13 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
         t.residual = epilogue.residual == nullptr
                          ? nullptr
                          : epilogue.residual + row * epilogue.residual_ld + column;
-        const int64_t first_line = std::min(lines, tile * lines_per_tile);
-        t.prefetch = reinterpret_cast<const char*>(next) + 64 * first_line;
-        t.prefetch_lines = std::min(lines_per_tile, lines - first_line);
-        multiplyTileOfBlock<kNarrowTails>(vectors, static_cast<int>(tile_rows), t, epilogue,
-                                          activation);
+        const int64_t first_step = std::min(steps, tile * steps_per_tile);
+        for (int v = 0; v < kVectors; ++v) {
+          t.prefetch[v] = next[v] + first_step * (kWide ? 16 : g.block_width);
+        }
+        t.prefetch_steps = std::min(steps_per_tile, steps - first_step);
+        multiplyTileOfBlock<kNarrowTails, kWide>(vectors, static_cast<int>(tile_rows), t, epilogue,
+                                                 activation);
         row += tile_rows;
       }
     }
@@ -198,14 +244,28 @@ void multiplyBlocks(const BlockedGemm& g, int64_t row_begin, int64_t row_end, in
 
 void blockedGemmLoop(const BlockedGemm& g, int64_t row_begin, int64_t row_end, int64_t block_begin,
                      int64_t block_end) {
+  const auto identity = [](Vec v) { return v; };
+  // Narrower blocks (convolutions' weights): whole 64-column tiles only, they have no tails.
+  const bool wide = g.block_width == kBlockedGemmWidth;
   if (!g.epilogue.activate) {
-    multiplyBlocks<true>(g, row_begin, row_end, block_begin, block_end, [](Vec v) { return v; });
+    if (wide) {
+      multiplyBlocks<true, true>(g, row_begin, row_end, block_begin, block_end, identity);
+    } else {
+      multiplyBlocks<false, false>(g, row_begin, row_end, block_begin, block_end, identity);
+    }
     return;
   }
   // The fast formulas: the epilogue owes ATen no bits, its sums are in another order already.
-  vec::visitFastFormula(g.epilogue.activation, [&](const auto& formula) {
-    multiplyBlocks<false>(g, row_begin, row_end, block_begin, block_end, formula);
-  });
+  vec::visitFastFormula(
+      g.epilogue.activation,
+      [&](const auto& formula) {
+        if (wide) {
+          multiplyBlocks<false, true>(g, row_begin, row_end, block_begin, block_end, formula);
+        } else {
+          multiplyBlocks<false, false>(g, row_begin, row_end, block_begin, block_end, formula);
+        }
+      },
+      g.epilogue.activation_params);
 }
 
 } // namespace CPU_CAPABILITY

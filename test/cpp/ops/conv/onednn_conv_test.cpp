@@ -10,6 +10,7 @@
 #include "harness/onednn_log.h"
 #include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
+#include "ops/gemm/blocked_gemm.h"
 
 namespace srt::testing {
 namespace {
@@ -209,11 +210,12 @@ def forward(self, x):
   EXPECT_EQ(kinds.count("aten::conv2d"), 0u);
 }
 
-// One small image against a large weight (resnet's layer4: 512 channels at 7x7) splits into
-// ranges of output channels on the runtime's own workers, not rows: each piece convolves the
-// whole image with its slice of the weight into scratch, and a reorder spreads its channels into
-// the output (the residual comes in the same way; a SiLU applies before). Against the JIT, each
-// shape twice; a batch of two splits into images.
+// One image of more pixels than the small-image product takes, against a large weight (256
+// channels at 10x14: 16.9x the output), splits into ranges of output channels on the runtime's own
+// workers, not rows: each piece convolves the whole image with its slice of the weight into
+// scratch, and a reorder spreads its channels into the output (the residual comes in the same
+// way; a SiLU applies before). Against the JIT, each shape twice; 7x7 and 5x6 images (and a batch
+// of two) run as products on the blocked GEMM instead.
 TEST(Conv2dOneDnn, WeightHeavyImagesSplitByOutputChannels) {
   constexpr int64_t kWide = 256; // 3x3s this wide stay channels last (blocked_layout)
   torch::jit::Module module = convModule({{"first", torch::randn({kWide, kWide, 3, 3}) * 0.02},
@@ -226,6 +228,7 @@ def forward(self, x):
     return b, torch.silu(torch.conv2d(b, self.first, self.bias, 1, 1))
 )JIT");
   const std::vector<at::Tensor> inputs = {
+      torch::randn({1, kWide, 10, 14}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({1, kWide, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({1, kWide, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({2, kWide, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast)};
@@ -245,8 +248,55 @@ def forward(self, x):
     }
   }
   const std::string log = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
-  EXPECT_NE(log.find("mb1_ic256oc128_ih7oh7"), std::string::npos) << log;
-  EXPECT_EQ(log.find("mb1_ic256oc256_ih7oh7"), std::string::npos) << log;
+  EXPECT_NE(log.find("mb1_ic256oc128_ih10oh10"), std::string::npos) << log;
+  EXPECT_EQ(log.find("mb1_ic256oc256_ih10oh10"), std::string::npos) << log;
+  EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
+}
+
+// Channels-last convolutions of at most 128 output pixels an image run as im2col products on the
+// blocked GEMM (ops/conv/small_image_gemm.h), reading oneDNN's packed weight in place (blocks of
+// 32, 48 and 64 output channels here, 80 padded to three of 32): 3x3 padded, strided and dilated,
+// 1x1 read in place and strided, bias, residual added before the activation (ReLU, ReLU6's bounds,
+// SiLU after), none at all; 7x7, 5x6 and a batch of two, each twice, against the JIT, on one thread
+// and split over two; a 12x12 image (144 pixels) stays oneDNN's. Fails if the window gather, the
+// weight's block addressing, the residual's order or a clamp bound goes wrong.
+TEST(Conv2dOneDnn, SmallImagesRunAsProductsOnTheBlockedGemm) {
+  if (!ops::blockedGemmRuns()) {
+    GTEST_SKIP() << "the blocked GEMM is written for AVX-512";
+  }
+  torch::jit::Module module = convModule({{"c3", torch::randn({256, 128, 3, 3}) * 0.03},
+                                          {"b3", torch::randn({256})},
+                                          {"r3", torch::randn({256, 256, 3, 3}) * 0.02},
+                                          {"s2", torch::randn({64, 256, 3, 3}) * 0.02},
+                                          {"d2", torch::randn({80, 64, 3, 3}) * 0.05},
+                                          {"p1", torch::randn({128, 256, 1, 1}) * 0.06},
+                                          {"p2", torch::randn({96, 128, 1, 1}) * 0.08}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.c3, self.b3, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.r3, None, 1, 1) + a)
+    c = torch.clamp(torch.conv2d(b, self.s2, None, 2, 1), 0.0, 6.0)
+    d = torch.silu(torch.conv2d(c, self.d2, None, 1, 2, 2))
+    e = torch.conv2d(b, self.p1)
+    f = torch.conv2d(e, self.p2, None, 2)
+    return b, c, d, e, f
+)JIT");
+  const std::vector<at::Tensor> inputs = {
+      torch::randn({1, 128, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({1, 128, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({2, 128, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({1, 128, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast)};
+  StaticModule prepared(module);
+  for (const int threads : {1, 2}) {
+    RuntimeOptions options;
+    options.intra_op_threads = threads;
+    expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+    StaticRuntime runtime(prepared, options);
+    const std::string small = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
+    EXPECT_EQ(small.find("exec,cpu,convolution"), std::string::npos) << small;
+    const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[3]})); });
+    EXPECT_NE(large.find("mb1_ic128oc256_ih12oh12"), std::string::npos) << large;
+  }
   EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
 }
 
