@@ -2025,9 +2025,11 @@ private:
   // (depthwiseReadsInPlace), and the activation either applies in registers (pointwiseActivation;
   // nullopt where neither runs or the activation is another).
   std::optional<int64_t> pointwise_weight_block_stride_;
-  std::optional<int64_t> small_image_block_width_;
   bool depthwise_in_place_ = false;
   std::optional<pointwise::PointwiseActivation> pointwise_activation_;
+  // The weight's output channels per block where small images run on the blocked GEMM
+  // (smallImageBlockWidth), else nullopt.
+  std::optional<int64_t> small_image_block_width_;
 };
 
 } // namespace
