@@ -5,7 +5,9 @@
 // mobile networks ran 13-20% slower in it than in this loop (mobilenet_v2's 320 -> 1280 at 7x7: 300
 // vs 252 us, 160 -> 960: 107 vs 86; efficientnet_b0's 192 -> 1152: 144 vs 124; mobilenet_v3_small's
 // 96 -> 576: 39 vs 32; on an Intel Xeon with AVX-512, 1 thread), the reducing ones level; from 8x8
-// up jit_1x1 is as fast or faster.
+// up jit_1x1 is as fast or faster. The loop prefetches each group of output blocks' weight while
+// the previous group multiplies: in a model the weight comes from memory (mobilenet_v2 at 1
+// thread on an AMD EPYC, Zen 5: its 320 -> 1280 213 -> 174 us, the whole network 4.6% faster).
 //
 // The output block ob (16 channels) of pixel p is bias[ob] + the sum over input channels c of
 // src[c / 16][p][c % 16] * weight[ob][c][...16]: in the layouts oneDNN packs blocked 1x1 weights
