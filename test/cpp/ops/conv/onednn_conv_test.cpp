@@ -356,8 +356,8 @@ def forward(self, x):
 // last block) with hardswish; two squeeze-excitations on one pixel, one of 4 channels (a weight
 // oneDNN packs without input blocks) with relu and hardsigmoid, one of 20 (a padded second input
 // block) with SiLU and sigmoid, applied after the loop; a 24 -> 24 with bias, residual and ReLU6
-// (the squeeze-excited projection before it stays oneDNN's, which scales its weight). One image
-// and a batch of two, each twice against the JIT, at 1 thread.
+// (the projection of the image times both excitations stays oneDNN's). One image and a batch of
+// two, each twice against the JIT, at 1 thread.
 TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
   torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
                                           {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
@@ -399,8 +399,7 @@ def forward(self, x):
   if (!ops::pointwise::blockedPointwiseAvailable()) {
     return;
   }
-  // 7x7: none of the 1x1 convolutions but the scaled projection in oneDNN; 14x14: the
-  // expansion is.
+  // 7x7: none of the 1x1 convolutions but the projection in oneDNN; 14x14: the expansion is.
   const std::string small = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
   for (const char* shape : {"mb1_ic24oc88", "mb1_ic88oc4", "mb1_ic4oc88", "mb1_ic88oc20",
                             "mb1_ic20oc88", "mb1_ic24oc24"}) {
@@ -409,6 +408,46 @@ def forward(self, x):
   EXPECT_NE(small.find("mb1_ic88oc24"), std::string::npos) << small;
   const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[2]})); });
   EXPECT_NE(large.find("mb1_ic24oc88_ih14"), std::string::npos) << large;
+}
+
+// A squeeze-excited projection (srt::scaled_blocked_conv2d: the image times one factor per image
+// and channel, then a 1x1 convolution, here with a residual) of 7x7 pixels and fewer runs in the
+// blocked pointwise loop on the image scaled into scratch; at 14x14 it stays oneDNN's. 88 channels
+// (a padded last block) into 24; one image and a batch of two (factors per image), each twice
+// against the JIT, at 1 thread.
+TEST(Conv2dOneDnn, SqueezeExcitedProjectionsOfSmallImagesRunInThePointwiseLoop) {
+  torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
+                                          {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
+                                          {"squeeze", torch::randn({8, 88, 1, 1}) * 0.3},
+                                          {"squeeze_bias", torch::randn({8})},
+                                          {"excite", torch::randn({88, 8, 1, 1}) * 0.5},
+                                          {"excite_bias", torch::randn({88})},
+                                          {"project", torch::randn({24, 88, 1, 1}) * 0.1},
+                                          {"project_bias", torch::randn({24})}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.expand, None))
+    p = torch.adaptive_avg_pool2d(b, [1, 1])
+    s = torch.relu(torch.conv2d(p, self.squeeze, self.squeeze_bias))
+    s = torch.sigmoid(torch.conv2d(s, self.excite, self.excite_bias))
+    return torch.conv2d(b * s, self.project, self.project_bias) + a
+)JIT");
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({2, 3, 5, 6}),
+                                          torch::randn({1, 3, 14, 14})};
+  RuntimeOptions one_thread;
+  one_thread.intra_op_threads = 1;
+  expectRuntimeMatchesJit(module, inputs, {}, one_thread, 1e-4);
+  StaticModule prepared(module);
+  EXPECT_EQ(kernelKinds(prepared).count("srt::scaled_blocked_conv2d"), 1u);
+  if (!ops::pointwise::blockedPointwiseAvailable()) {
+    return;
+  }
+  StaticRuntime runtime(prepared, one_thread);
+  const std::string small = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
+  EXPECT_EQ(small.find("mb1_ic88oc24"), std::string::npos) << small;
+  const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[2]})); });
+  EXPECT_NE(large.find("mb1_ic88oc24_ih14"), std::string::npos) << large;
 }
 
 // Depthwise convolutions of blocked chains whose output rows are 14 pixels or fewer run in our
