@@ -1827,20 +1827,23 @@ public:
       fallback_(p);
       return;
     }
-    // Our blocked loops run where the convolution runs on one thread: split over two,
-    // mobilenet_v2 ran 1% slower in the 1x1 loop than in oneDNN's pieces (efficientnet_b0 1-4%
-    // faster).
-    const bool own_loop_applies = pointwise_activation_ && src_blocked &&
-                                  threadsFor(p.workers(), static_cast<double>(multiply_adds) *
-                                                              kNanosecondsPerMultiplyAdd) == 1;
+    // Our blocked loops run where the convolution runs on one thread; the 1x1 loop also splits
+    // one image's output blocks over the runtime's own workers, where oneDNN's pieces would split
+    // them too (a batch splits by images there): since the loop prefetches its weight, mobilenet_v2
+    // 4-5% and efficientnet_b0 2-4% faster so at batch 1 (2 threads, OMP_WAIT_POLICY=PASSIVE, AMD
+    // EPYC, Zen 5; before the prefetch mobilenet_v2 ran 1% slower split so, on an Intel Xeon).
+    const int loop_threads =
+        threadsFor(p.workers(), static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd);
+    const bool own_loop_applies = pointwise_activation_ && src_blocked && loop_threads == 1;
     if (own_loop_applies && !scale && depthwise_in_place_ && !epilogue_.has_residual &&
         depthwise::blockedDepthwiseRuns(w.kernel[0], w.arguments.stride[0], key.size[1])) {
       runDepthwise(p, x, out_sizes);
       return;
     }
-    if (own_loop_applies && pointwise_weight_block_stride_ &&
+    if (pointwise_activation_ && src_blocked && pointwise_weight_block_stride_ &&
+        (loop_threads == 1 || (p.workers() != nullptr && key.batch < loop_threads)) &&
         key.size[0] * key.size[1] <= pointwise::kMaxPixels) {
-      runPointwise(p, x, out_sizes, residual, scale);
+      runPointwise(p, x, out_sizes, residual, scale, loop_threads);
       return;
     }
     // Few output pixels against the weight: the product on our GEMM, which prefetches the weight
@@ -1912,13 +1915,14 @@ public:
 
 private:
   // The convolution in the blocked pointwise loop (pointwise_activation_ set; x blocked, of few
-  // pixels), image by image on the calling thread. A squeeze-excitation scale multiplies the image
-  // into scratch first, whichever operand scalesWeight would scale for oneDNN: at 7x7 pixels or
-  // fewer the image's product is a few microseconds (efficientnet_b0's 1152 -> 192 at 7x7: 118 us
-  // on oneDNN, 108 here; mobilenet_v3_small 2.8% faster, efficientnet_b0 1.9%, at 1 thread on an
-  // AMD EPYC, Zen 5).
+  // pixels), image by image, its output blocks split over `threads` of the runtime's workers. A
+  // squeeze-excitation scale multiplies the image into scratch first, whichever operand
+  // scalesWeight would scale for oneDNN: at 7x7 pixels or fewer the image's product is a few
+  // microseconds (efficientnet_b0's 1152 -> 192 at 7x7: 118 us on oneDNN, 108 here;
+  // mobilenet_v3_small 2.8% faster, efficientnet_b0 1.9%, at 1 thread on an AMD EPYC, Zen 5).
   void runPointwise(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
-                    const at::Tensor* residual, const std::optional<ChannelScale>& scale) const {
+                    const at::Tensor* residual, const std::optional<ChannelScale>& scale,
+                    int threads) const {
     const OneDnnConvWeight& w = *weight_;
     const float* src = x.data_ptr<float>();
     if (scale) {
@@ -1938,15 +1942,28 @@ private:
     const int64_t out_blocks = out_sizes[1];
     const int64_t src_image = x.size(1) * conv.pixels * kChannelBlock;
     const int64_t out_image = out_blocks * conv.pixels * kChannelBlock;
-    for (int64_t n = 0; n < x.size(0); ++n) {
-      conv.src = src + n * src_image;
-      conv.out = out.data_ptr<float>() + n * out_image;
-      conv.residual = residual != nullptr ? residual->data_ptr<float>() + n * out_image : nullptr;
-      pointwise::runBlockedPointwise(conv, 0, out_blocks);
-    }
-    if (trailing_) {
-      applyTrailing(*trailing_, out.data_ptr<float>(), out.numel());
-    }
+    const int64_t block_floats = conv.pixels * kChannelBlock;
+    // Groups of the loop's output blocks per part (each part streams its own part of the weight),
+    // the trailing activation applied to each part's blocks as it finishes them.
+    const int64_t groups = (out_blocks + pointwise::kOutputBlocks - 1) / pointwise::kOutputBlocks;
+    const int64_t parts = std::min<int64_t>(groups, threads);
+    forEachPart(parts > 1 ? p.workers() : nullptr, groups, parts,
+                [&](int64_t, int64_t first, int64_t last) {
+                  const int64_t begin = first * pointwise::kOutputBlocks;
+                  const int64_t end = std::min(out_blocks, last * pointwise::kOutputBlocks);
+                  pointwise::BlockedPointwiseConv image = conv;
+                  for (int64_t n = 0; n < x.size(0); ++n) {
+                    image.src = src + n * src_image;
+                    image.out = out.data_ptr<float>() + n * out_image;
+                    image.residual =
+                        residual != nullptr ? residual->data_ptr<float>() + n * out_image : nullptr;
+                    pointwise::runBlockedPointwise(image, begin, end);
+                    if (trailing_) {
+                      vec::mapFast(*trailing_, image.out + begin * block_floats,
+                                   (end - begin) * block_floats);
+                    }
+                  }
+                });
   }
 
   // The convolution as im2col products on the blocked GEMM (small_image_block_width_ set; x and

@@ -23,6 +23,9 @@ namespace srt::ops::pointwise {
 
 // Pixels up to which the loop runs instead of oneDNN's.
 constexpr int64_t kMaxPixels = 49;
+// Output blocks the loop computes together (a tile's accumulators span them): ranges of output
+// blocks split over threads in multiples of it keep every tile whole.
+constexpr int64_t kOutputBlocks = 3;
 
 // The activation applied in registers to y = conv + bias + residual:
 // clamp(y + shift, lo, hi) * scale, times y where times_input. Identity, relu, the clamps

@@ -450,6 +450,51 @@ def forward(self, x):
   EXPECT_NE(large.find("mb1_ic88oc24_ih14"), std::string::npos) << large;
 }
 
+// One image's blocked 1x1 convolutions of 7x7 pixels, large enough to split, run in the pointwise
+// loop over the runtime's own workers, each taking whole groups of three output blocks: 64 -> 400
+// channels (25 blocks, 9 groups, a padded last one) with SiLU applied after each part, a
+// squeeze-excited projection back to 64 with a residual. Against the JIT on 2 and 3 workers, each
+// twice; oneDNN's log shows neither convolution at batch 1, both at batch 4 (split by images).
+TEST(Conv2dOneDnn, PointwiseLoopSplitsOneImageOverTheWorkers) {
+  torch::jit::Module module = convModule({{"stem", torch::randn({64, 3, 3, 3}) * 0.3},
+                                          {"expand", torch::randn({400, 64, 1, 1}) * 0.1},
+                                          {"expand_bias", torch::randn({400})},
+                                          {"squeeze", torch::randn({16, 400, 1, 1}) * 0.1},
+                                          {"excite", torch::randn({400, 16, 1, 1}) * 0.3},
+                                          {"project", torch::randn({64, 400, 1, 1}) * 0.05},
+                                          {"project_bias", torch::randn({64})}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
+    b = torch.silu(torch.conv2d(a, self.expand, self.expand_bias))
+    p = torch.adaptive_avg_pool2d(b, [1, 1])
+    s = torch.sigmoid(torch.conv2d(torch.relu(torch.conv2d(p, self.squeeze, None)), self.excite, None))
+    return torch.conv2d(b * s, self.project, self.project_bias) + a
+)JIT");
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({1, 3, 6, 5})};
+  for (int threads : {2, 3}) {
+    RuntimeOptions options;
+    options.intra_op_threads = threads;
+    options.workers = IntraOpWorkers::kOwn;
+    expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+  }
+  if (!ops::pointwise::blockedPointwiseAvailable()) {
+    return;
+  }
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  StaticModule prepared(module);
+  StaticRuntime runtime(prepared, options);
+  const std::string one = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
+  EXPECT_EQ(one.find("ic64oc400"), std::string::npos) << one;
+  EXPECT_EQ(one.find("ic400oc64"), std::string::npos) << one;
+  const std::string batch = oneDnnLog([&] {
+    static_cast<void>(runtime({torch::randn({4, 3, 7, 7})}));
+  });
+  EXPECT_NE(batch.find("ic64oc400"), std::string::npos) << batch;
+}
+
 // Depthwise convolutions of blocked chains whose output rows are 14 pixels or fewer run in our
 // loop (ops/conv/depthwise_blocked.h), oneDNN's jit_dw above: 3x3 stride 1 with ReLU6, 5x5
 // stride 2 with hardswish, 3x3 stride 2 without bias and SiLU after; 88 channels (a padded last
