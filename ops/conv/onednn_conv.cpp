@@ -1840,9 +1840,11 @@ public:
       runDepthwise(p, x, out_sizes);
       return;
     }
+    const int64_t pixels = key.size[0] * key.size[1];
     if (pointwise_activation_ && src_blocked && pointwise_weight_block_stride_ &&
-        (loop_threads == 1 || (p.workers() != nullptr && key.batch < loop_threads)) &&
-        key.size[0] * key.size[1] <= pointwise::kMaxPixels) {
+        (loop_threads == 1 ? pixels <= pointwise::kMaxPixels
+                           : p.workers() != nullptr && key.batch < loop_threads &&
+                                 pixels <= pointwise::kMaxSplitPixels)) {
       runPointwise(p, x, out_sizes, residual, scale, loop_threads);
       return;
     }

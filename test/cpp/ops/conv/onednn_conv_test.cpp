@@ -351,13 +351,13 @@ def forward(self, x):
   EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
 }
 
-// The 1x1 convolutions of blocked chains on images of 7x7 pixels and fewer run in our loop
-// (ops/conv/pointwise_blocked.h), oneDNN's kernel above: an expansion to 88 channels (a padded
-// last block) with hardswish; two squeeze-excitations on one pixel, one of 4 channels (a weight
-// oneDNN packs without input blocks) with relu and hardsigmoid, one of 20 (a padded second input
-// block) with SiLU and sigmoid, applied after the loop; a 24 -> 24 with bias, residual and ReLU6
-// (the projection of the image times both excitations stays oneDNN's). One image and a batch of
-// two, each twice against the JIT, at 1 thread.
+// The 1x1 convolutions of blocked chains on images of 14x14 pixels and fewer run in our loop on
+// one thread (ops/conv/pointwise_blocked.h), oneDNN's kernel above: an expansion to 88 channels (a
+// padded last block) with hardswish; two squeeze-excitations on one pixel, one of 4 channels (a
+// weight oneDNN packs without input blocks) with relu and hardsigmoid, one of 20 (a padded second
+// input block) with SiLU and sigmoid, applied after the loop; a 24 -> 24 with bias, residual and
+// ReLU6 (the projection of the image times both excitations stays oneDNN's). Images of 7x7, 14x14
+// and 15x15 and a batch of two, each twice against the JIT, at 1 thread.
 TEST(Conv2dOneDnn, PointwiseConvolutionsOfSmallImagesMatchJit) {
   torch::jit::Module module = convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
                                           {"expand", torch::randn({88, 24, 1, 1}) * 0.2},
@@ -389,7 +389,8 @@ def forward(self, x):
     return torch.clamp(torch.conv2d(d, self.mix, self.mix_bias) + a, 0.0, 6.0)
 )JIT");
   const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({2, 3, 5, 6}),
-                                          torch::randn({1, 3, 14, 14})};
+                                          torch::randn({1, 3, 14, 14}),
+                                          torch::randn({1, 3, 15, 15})};
   RuntimeOptions one_thread; // where every convolution of these sizes takes the loop
   one_thread.intra_op_threads = 1;
   expectRuntimeMatchesJit(module, inputs, {}, one_thread, 1e-4);
@@ -399,20 +400,23 @@ def forward(self, x):
   if (!ops::pointwise::blockedPointwiseAvailable()) {
     return;
   }
-  // 7x7: none of the 1x1 convolutions but the projection in oneDNN; 14x14: the expansion is.
-  const std::string small = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
-  for (const char* shape : {"mb1_ic24oc88", "mb1_ic88oc4", "mb1_ic4oc88", "mb1_ic88oc20",
-                            "mb1_ic20oc88", "mb1_ic24oc24"}) {
-    EXPECT_EQ(small.find(shape), std::string::npos) << shape << "\n" << small;
+  // 7x7 and 14x14: none of the 1x1 convolutions but the projection in oneDNN; 15x15: the
+  // expansion is.
+  for (const at::Tensor& input : {inputs[0], inputs[2]}) {
+    const std::string small = oneDnnLog([&] { static_cast<void>(runtime({input})); });
+    for (const char* shape : {"mb1_ic24oc88", "mb1_ic88oc4", "mb1_ic4oc88", "mb1_ic88oc20",
+                              "mb1_ic20oc88", "mb1_ic24oc24"}) {
+      EXPECT_EQ(small.find(shape), std::string::npos) << shape << "\n" << small;
+    }
+    EXPECT_NE(small.find("mb1_ic88oc24"), std::string::npos) << small;
   }
-  EXPECT_NE(small.find("mb1_ic88oc24"), std::string::npos) << small;
-  const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[2]})); });
-  EXPECT_NE(large.find("mb1_ic24oc88_ih14"), std::string::npos) << large;
+  const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[3]})); });
+  EXPECT_NE(large.find("mb1_ic24oc88_ih15"), std::string::npos) << large;
 }
 
 // A squeeze-excited projection (srt::scaled_blocked_conv2d: the image times one factor per image
-// and channel, then a 1x1 convolution, here with a residual) of 7x7 pixels and fewer runs in the
-// blocked pointwise loop on the image scaled into scratch; at 14x14 it stays oneDNN's. 88 channels
+// and channel, then a 1x1 convolution, here with a residual) of 14x14 pixels and fewer runs in the
+// blocked pointwise loop on the image scaled into scratch; at 15x15 it stays oneDNN's. 88 channels
 // (a padded last block) into 24; one image and a batch of two (factors per image), each twice
 // against the JIT, at 1 thread.
 TEST(Conv2dOneDnn, SqueezeExcitedProjectionsOfSmallImagesRunInThePointwiseLoop) {
@@ -434,7 +438,7 @@ def forward(self, x):
     return torch.conv2d(b * s, self.project, self.project_bias) + a
 )JIT");
   const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 7, 7}), torch::randn({2, 3, 5, 6}),
-                                          torch::randn({1, 3, 14, 14})};
+                                          torch::randn({1, 3, 15, 15})};
   RuntimeOptions one_thread;
   one_thread.intra_op_threads = 1;
   expectRuntimeMatchesJit(module, inputs, {}, one_thread, 1e-4);
@@ -444,10 +448,12 @@ def forward(self, x):
     return;
   }
   StaticRuntime runtime(prepared, one_thread);
-  const std::string small = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
-  EXPECT_EQ(small.find("mb1_ic88oc24"), std::string::npos) << small;
+  for (const at::Tensor& input : {inputs[0], torch::randn({1, 3, 14, 14})}) {
+    const std::string small = oneDnnLog([&] { static_cast<void>(runtime({input})); });
+    EXPECT_EQ(small.find("mb1_ic88oc24"), std::string::npos) << small;
+  }
   const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[2]})); });
-  EXPECT_NE(large.find("mb1_ic88oc24_ih14"), std::string::npos) << large;
+  EXPECT_NE(large.find("mb1_ic88oc24_ih15"), std::string::npos) << large;
 }
 
 // One image's blocked 1x1 convolutions of 7x7 pixels, large enough to split, run in the pointwise
