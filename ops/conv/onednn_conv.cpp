@@ -1919,7 +1919,7 @@ private:
   // The convolution in the blocked pointwise loop (pointwise_activation_ set; x blocked, of few
   // pixels), image by image, its output blocks split over `threads` of the runtime's workers. A
   // squeeze-excitation scale multiplies the image into scratch first, whichever operand
-  // scalesWeight would scale for oneDNN: at 7x7 pixels or fewer the image's product is a few
+  // scalesWeight would scale for oneDNN: at 14x14 pixels or fewer the image's product is a few
   // microseconds (efficientnet_b0's 1152 -> 192 at 7x7: 118 us on oneDNN, 108 here;
   // mobilenet_v3_small 2.8% faster, efficientnet_b0 1.9%, at 1 thread on an AMD EPYC, Zen 5).
   void runPointwise(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,

@@ -29,6 +29,7 @@ static_assert(Vec::size() == kBlock, "one 16-channel block a vector");
 // Pixels by output blocks of accumulators: 9 x 3 = 27 of AVX-512's 32 registers (an A/B against
 // 14 x 2 and 7 x 4 on 7x7 images; 3 weight loads and 9 broadcasts feed 27 FMAs).
 constexpr int kMaxRows = 9;
+static_assert(kOutputBlocks == 3, "tileOfRows has a tile for 1, 2 and 3 output blocks");
 
 Vec biasVector(const BlockedPointwiseConv& conv, int64_t block) {
   const int64_t first = block * kBlock;
