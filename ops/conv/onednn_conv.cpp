@@ -1201,9 +1201,13 @@ std::shared_ptr<const OneDnnConvWeight> inputChannelSlice(const OneDnnConvWeight
 // and it has a dim to split; else 0 (one primitive, on OpenMP's threads).
 int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_adds,
               const WorkerPool& workers) {
-  // Winograd's weight layout is chosen for one whole image: pieces of an image would repack it
-  // for the direct algorithm, slower than Winograd on two threads of OpenMP's. Whole images
-  // split over the workers read it as it is (buildBlockedPieces).
+  // Winograd splits by whole images only, which read its weight as it is (buildBlockedPieces).
+  // Slabs of one image's rows would too for F(4x4, 3x3) (oneDNN keeps that layout for any
+  // height), but ran slower than the whole image on OpenMP's two threads even where those sleep
+  // between regions (resnet18's 128-channel layers at 28x28: 460-510 against 440-470 us a node,
+  // OMP_WAIT_POLICY=PASSIVE, AMD EPYC, Zen 5): each slab reads all of the 2.3 MB weight, which in
+  // a model comes from memory (604 us a node cold against 351 hot on one thread, in a probe). A
+  // 64-channel F(2x2, 3x3) slab, padded on one side, is F(4x4, 3x3) to oneDNN, another layout.
   const bool winograd_images =
       w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked && key.batch >= workers.threads();
   if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_images) || w.arguments.transposed ||
