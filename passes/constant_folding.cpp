@@ -5,6 +5,8 @@
 // constant (a list of constant tensors), and what appears later: graphs handed to StaticModule
 // directly, and constant-only subgraphs other passes leave. Nodes run with grad mode off, results
 // detached. Also: BatchNorm folded into the convolution before it.
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -170,6 +172,44 @@ std::vector<Node*> foldableNodes(GraphPtr& graph) {
   });
 }
 
+// The convolutions LibTorch's FoldFrozenConvBatchnorm folds into (passes/prepare.cpp has made
+// traced models' aten::_convolution one of them).
+bool isFoldableConvolution(const Node* node) {
+  static const c10::Symbol kinds[] = {c10::aten::conv1d, c10::aten::conv2d, c10::aten::conv3d};
+  return std::find(std::begin(kinds), std::end(kinds), node->kind()) != std::end(kinds);
+}
+
+// LibTorch folds a BatchNorm only into a convolution whose output nothing else reads, and
+// nn.BatchNorm2d's rank check (`input.dim() != 4`, a raise) reads it too wherever the graph does
+// not fix the rank, so that check would keep a network's conv -> BN pairs apart: DenseNet's,
+// whose BatchNorms read concatenations of a list. A convolution's output has its input's rank,
+// so the check asks the input instead; it stays where it was, before the BatchNorm.
+bool moveRankChecksOffConvolutions(torch::jit::Block* block) {
+  bool changed = false;
+  for (Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) {
+      changed = moveRankChecksOffConvolutions(inner) || changed;
+    }
+    if (!node->matches(
+            "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+            "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) "
+            "-> Tensor") ||
+        !isFoldableConvolution(node->input(0)->node())) {
+      continue;
+    }
+    Value* conv_output = node->input(0);
+    Value* conv_input = conv_output->node()->input(0);
+    const std::vector<torch::jit::Use> uses = conv_output->uses();
+    for (const torch::jit::Use& use : uses) {
+      if (use.user->matches("aten::dim(Tensor self) -> int")) {
+        use.user->replaceInput(use.offset, conv_input);
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
 } // namespace
 
 bool foldConstants(GraphPtr& graph) {
@@ -194,7 +234,8 @@ bool foldConstants(GraphPtr& graph) {
 bool foldConvBatchNorm(GraphPtr& graph) {
   // The folded weights are computed from frozen parameters: no autograd history for constants.
   const at::NoGradGuard no_grad;
-  return torch::jit::FoldFrozenConvBatchnorm(graph);
+  const bool moved = moveRankChecksOffConvolutions(graph->block());
+  return torch::jit::FoldFrozenConvBatchnorm(graph) || moved;
 }
 
 } // namespace srt::passes

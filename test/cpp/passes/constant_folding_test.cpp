@@ -130,5 +130,64 @@ def forward(self, x):
   expectMatchesJit(module, {{inputs[0], {}}, {inputs[1], {}}});
 }
 
+// nn.BatchNorm2d checks its input's rank (`if input.dim() != 4: raise`); where the graph does not
+// fix that rank (DenseNet's convolutions read concatenations of a list), the check reads the
+// convolution's output too. It then asks the convolution's input, and the BatchNorm still folds.
+TEST(ConvBnFolding, FoldsThroughTheBatchNormsRankCheck) {
+  auto graph = parsedGraph(R"IR(
+graph(%x : Tensor, %y : Tensor, %w : Tensor, %g : Tensor, %b : Tensor, %m : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %four : int = prim::Constant[value=4]()
+  %channels : int = prim::Constant[value=-3]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %momentum : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %message : str = prim::Constant[value="expected 4D input"]()
+  %ones : int[] = prim::Constant[value=[1, 1]]()
+  %features : Tensor[] = prim::ListConstruct(%x)
+  %appended : Tensor[] = aten::append(%features, %y)
+  %joined : Tensor = aten::cat(%features, %channels)
+  %z : Tensor = aten::conv2d(%joined, %w, %none, %ones, %ones, %ones, %one)
+  %rank : int = aten::dim(%z)
+  %wrong : bool = aten::ne(%rank, %four)
+  prim::If(%wrong)
+    block0():
+      prim::RaiseException(%message, %none)
+      -> ()
+    block1():
+      -> ()
+  %n : Tensor = aten::batch_norm(%z, %g, %b, %m, %v, %false, %momentum, %eps, %true)
+  %r : Tensor = aten::relu(%n)
+  return (%r)
+)IR");
+  // The weight and statistics constants, as in a frozen module.
+  const std::vector<at::Tensor> constants = {torch::randn({4, 6, 3, 3}), torch::rand({4}) + 0.5,
+                                             torch::randn({4}), torch::randn({4}) * 0.1,
+                                             torch::rand({4}) + 0.5};
+  {
+    torch::jit::WithInsertPoint start(graph->nodes().front());
+    for (size_t i = 0; i < constants.size(); ++i) {
+      graph->inputs()[2 + i]->replaceAllUsesWith(graph->insertConstant(constants[i]));
+    }
+  }
+  for (size_t i = 0; i < constants.size(); ++i) {
+    graph->eraseInput(2);
+  }
+  const std::vector<GraphInputs> inputs = {
+      {torch::randn({1, 3, 8, 8}), torch::randn({1, 3, 8, 8})},
+      {torch::randn({2, 3, 5, 7}), torch::randn({2, 3, 5, 7})}};
+  auto folded = expectPassPreservesResults(passes::foldConvBatchNorm, graph, inputs, true);
+  EXPECT_EQ(countKind(*folded, "aten::batch_norm"), 0u) << *folded;
+  // The check stays, reading the concatenation (of the same rank).
+  EXPECT_EQ(countKind(*folded, "prim::RaiseException"), 1u) << *folded;
+  for (const torch::jit::Node* node : folded->nodes()) {
+    if (node->kind() == c10::aten::dim) {
+      EXPECT_EQ(node->input(0)->node()->kind(), c10::aten::cat) << *folded;
+    }
+  }
+}
+
 } // namespace
 } // namespace srt::testing
