@@ -92,9 +92,9 @@ bool readsPlainIntoChannelsLast(const Node* conv) {
 // kernels write the input's format), ATen's element-wise and our fused chains of them, pooling,
 // upsampling (feature pyramids and U-Nets upsample between convolutions; F.interpolate's branches
 // for the other ranks never see a 4-D tensor, and one believed channels last that is not only
-// costs a reorder) and concatenation kernels, constant padding, prelu and group_norm (ours keep a
-// channels-innermost input's layout; without them in this list a 1-D convolution network's group
-// norms broke every chain: Conv-TasNet spent more time in the conversions than in its
+// costs a reorder) and concatenation kernels, constant padding, prelu and the normalizations (ours
+// keep a channels-innermost input's layout; without them in this list a 1-D convolution network's
+// group norms broke every chain: Conv-TasNet spent more time in the conversions than in its
 // convolutions).
 bool keepsFormat(const Node* node) {
   static const std::unordered_set<std::string> kOps = {"aten::conv2d",
@@ -134,6 +134,7 @@ bool keepsFormat(const Node* node) {
                                                        "aten::prelu",
                                                        "aten::group_norm",
                                                        "srt::group_norm_activation",
+                                                       "srt::batch_norm_activation",
                                                        "aten::constant_pad_nd"};
   return kOps.count(node->kind().toQualString()) != 0;
 }
@@ -198,7 +199,8 @@ private:
         }
       }
       if ((keepsFormat(node) && anyInputChannelsLast(node)) ||
-          (isView(node) && !node->inputs().empty() && channels_last_.count(node->input(0)))) {
+          (isView(node) && !node->inputs().empty() && channels_last_.count(node->input(0))) ||
+          catOfChannelsLastList(node)) {
         for (Value* output : node->outputs()) {
           channels_last_.insert(output);
         }
@@ -214,6 +216,46 @@ private:
         }
       }
     }
+  }
+
+  // aten::cat of a list built in this block by ListConstruct and append, every tensor in it by
+  // then channels last: ATen's cat is channels last then too. DenseNet concatenates its features
+  // so: `features = [x]`, then each layer appends its output and concatenates the list; believed
+  // NCHW, every concatenation was converted to channels last again before its convolution.
+  bool catOfChannelsLastList(Node* cat) const {
+    if (!cat->matches("aten::cat(Tensor[] tensors, int dim=0) -> Tensor")) {
+      return false;
+    }
+    Value* list = cat->input(0);
+    Node* construct = list->node();
+    if (construct->kind() != c10::prim::ListConstruct ||
+        construct->owningBlock() != cat->owningBlock()) {
+      return false;
+    }
+    size_t elements = construct->inputs().size();
+    for (Value* element : construct->inputs()) {
+      if (channels_last_.count(element) == 0) {
+        return false;
+      }
+    }
+    for (const torch::jit::Use& use : list->uses()) {
+      const Node* user = use.user;
+      if (user->owningBlock() != cat->owningBlock()) {
+        return false; // a list changed in a loop or a branch
+      }
+      if (user->kind() == c10::aten::append) {
+        if (user->isBefore(cat)) {
+          if (channels_last_.count(user->input(1)) == 0) {
+            return false;
+          }
+          ++elements;
+        }
+      } else if (user->kind() != c10::aten::cat && user->kind() != c10::aten::len &&
+                 user->kind() != c10::aten::__getitem__) {
+        return false; // anything else may change the list
+      }
+    }
+    return elements > 0;
   }
 
   // Whether every branch of `if_node` returns a channels-last value as output `i`, but those

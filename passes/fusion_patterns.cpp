@@ -138,6 +138,15 @@ FusionFilter constantStringIs(std::string name, std::string expected) {
   };
 }
 
+FusionFilter constantBoolIs(std::string name, bool expected) {
+  return [name = std::move(name),
+          expected](const torch::jit::Match& match,
+                    const std::unordered_map<std::string, torch::jit::Value*>& values) {
+    const auto constant = torch::jit::constant_as<bool>(match.values_map.at(values.at(name)));
+    return constant && *constant == expected;
+  };
+}
+
 void registerFusionPattern(const std::string& family, FusionPattern pattern) {
   registry()[family].push_back(std::move(pattern));
 }

@@ -38,6 +38,10 @@ struct FusionPattern {
 // `expected`: gelu's `approximate`, each mode its own pattern (an activation chosen at run time
 // stays unfused).
 FusionFilter constantStringIs(std::string name, std::string expected);
+// The same for a constant bool (batch_norm's `training`). A flag is a pattern input with this
+// filter rather than a constant inside the pattern: the graph shares one constant among every op
+// that takes the same value, and a match must not take a node whose output is used outside it.
+FusionFilter constantBoolIs(std::string name, bool expected);
 
 // Adds a pattern to `family`; patterns of a family are tried in registration order.
 void registerFusionPattern(const std::string& family, FusionPattern pattern);

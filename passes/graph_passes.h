@@ -44,8 +44,8 @@ bool foldConvBatchNorm(GraphPtr& graph);
 // linear + relu / gelu / sigmoid / tanh / silu as one srt::fused_linear (linear_activation.cpp).
 bool fuseLinearActivation(GraphPtr& graph);
 
-// group_norm + relu / gelu / sigmoid / tanh / silu as one srt::group_norm_activation
-// (norm_activation.cpp).
+// group_norm or eval-mode batch_norm + relu / gelu / sigmoid / tanh / silu as one
+// srt::group_norm_activation / srt::batch_norm_activation (norm_activation.cpp).
 bool fuseNormActivation(GraphPtr& graph);
 
 // linear (or fused_linear) + add(residual) as one srt::fused_linear (gemm_residual_add.cpp).

@@ -178,6 +178,12 @@ std::optional<KernelFunction> tensorOverload(const torch::jit::Node* node, const
   return kernelForOverload(node, {{"", Kernel}});
 }
 
+// An optional Tensor argument as an undefined tensor for None.
+inline const at::Tensor& tensorOrUndefined(const c10::IValue& value) {
+  static const at::Tensor undefined;
+  return value.isNone() ? undefined : value.toTensor();
+}
+
 // An optional Tensor argument (None or a Tensor), as ATen's `const optional<Tensor>&` wants it.
 inline c10::optional<at::Tensor> optionalTensor(const c10::IValue& value) {
   return value.isNone() ? c10::nullopt : c10::optional<at::Tensor>(value.toTensor());

@@ -5,6 +5,7 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <torch/csrc/jit/ir/constants.h>
 
 #include "ops/elementwise/vectorized_loops.h"
 
@@ -35,6 +36,18 @@ std::optional<Activation> parseActivation(std::string_view name) {
     }
   }
   return std::nullopt;
+}
+
+Activation activationOrError(std::string_view name, const char* op) {
+  const std::optional<Activation> parsed = parseActivation(name);
+  TORCH_CHECK(parsed, op, ": unknown activation '", std::string(name),
+              "'; expected none, relu, gelu, gelu_tanh, sigmoid, tanh or silu");
+  return *parsed;
+}
+
+std::optional<Activation> constantActivation(const torch::jit::Value* name) {
+  const auto constant = torch::jit::constant_as<std::string>(name);
+  return constant ? parseActivation(*constant) : std::nullopt;
 }
 
 const char* toString(Activation activation) {

@@ -8,6 +8,10 @@
 
 #include <ATen/core/Tensor.h>
 
+namespace torch::jit {
+struct Value;
+} // namespace torch::jit
+
 #include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops {
@@ -33,6 +37,14 @@ inline vec::UnaryOp formulaOf(Activation activation) {
 // "gelu_tanh", "sigmoid", "tanh", "silu". std::nullopt for anything else.
 std::optional<Activation> parseActivation(std::string_view name);
 const char* toString(Activation activation);
+
+// parseActivation for a fused op's reference (what the JIT runs): an unknown name is an error
+// naming `op` and the names it takes.
+Activation activationOrError(std::string_view name, const char* op);
+
+// The activation a fused node's constant `activation` argument names; std::nullopt where the name
+// is not a constant (the JIT operator then runs the node) or names none of them.
+std::optional<Activation> constantActivation(const torch::jit::Value* name);
 
 // act(x) with ATen's own ops: what the JIT runs for a fused node, and the path for what the
 // vectorized loops do not cover (other dtypes, strided outputs).

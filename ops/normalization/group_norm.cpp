@@ -31,11 +31,6 @@ namespace {
 
 using torch::jit::Node;
 
-const at::Tensor& tensorOrUndefined(const c10::IValue& value) {
-  static const at::Tensor undefined;
-  return value.isNone() ? undefined : value.toTensor();
-}
-
 // The activation of srt::group_norm_activation on n floats of its output, in place: a row or a
 // plane just written, still in cache (a pass of its own over a wav2vec2 feature map, 6.5 MB,
 // cost as much again as the activation).
@@ -265,20 +260,16 @@ at::Tensor groupNormActivationReference(const at::Tensor& input, int64_t groups,
                                         const c10::optional<at::Tensor>& weight,
                                         const c10::optional<at::Tensor>& bias, double eps,
                                         c10::string_view activation) {
-  const std::optional<Activation> parsed =
-      parseActivation(std::string_view(activation.data(), activation.size()));
-  TORCH_CHECK(parsed, "srt::group_norm_activation: unknown activation '", std::string(activation),
-              "'; expected none, relu, gelu, gelu_tanh, sigmoid, tanh or silu");
-  return applyActivation(*parsed, at::group_norm(input, groups, weight, bias, eps));
+  const Activation parsed = activationOrError(
+      std::string_view(activation.data(), activation.size()), "srt::group_norm_activation");
+  return applyActivation(parsed, at::group_norm(input, groups, weight, bias, eps));
 }
 
 std::optional<KernelFunction> groupNormActivationFactory(const Node* node, const KernelOptions&) {
   if (!node->matches(kGroupNormActivationSchema)) {
     return std::nullopt;
   }
-  const auto name = torch::jit::constant_as<std::string>(node->input(5));
-  const std::optional<Activation> activation =
-      name ? parseActivation(*name) : std::optional<Activation>();
+  const std::optional<Activation> activation = constantActivation(node->input(5));
   if (!activation) {
     return std::nullopt; // a run-time activation name: the JIT operator
   }

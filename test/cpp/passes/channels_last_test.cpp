@@ -297,6 +297,46 @@ TEST_F(ChannelsLastPass, StemOfSixteenChannelsReadsNchwItself) {
   }
 }
 
+// DenseNet's dense block: a list of features, each layer's output appended to it, each layer
+// reading their concatenation through BatchNorm + ReLU. The concatenation of channels-last
+// features is channels last too, so no conversion runs before each layer's convolution; a list
+// that also holds an NCHW tensor (the caller's input) is concatenated NCHW and converted.
+TEST_F(ChannelsLastPass, ConcatenatedFeatureListsStayChannelsLast) {
+  torch::jit::Module module("DenseBlock");
+  module.register_parameter("stem", torch::randn({8, 3, 3, 3}) * 0.3, false);
+  for (const int64_t layer : {0, 1}) {
+    const int64_t in = 8 * (layer + 1);
+    module.register_parameter("w" + std::to_string(layer), torch::randn({8, in, 3, 3}) * 0.1,
+                              false);
+    module.register_parameter("g" + std::to_string(layer), torch::rand({in}) + 0.5, false);
+    module.register_parameter("b" + std::to_string(layer), torch::randn({in}), false);
+    module.register_buffer("m" + std::to_string(layer), torch::randn({in}) * 0.1);
+    module.register_buffer("v" + std::to_string(layer), torch::rand({in}) + 0.5);
+  }
+  module.register_parameter("wx", torch::randn({8, 14, 1, 1}) * 0.1, false);
+  module.define(R"JIT(
+def layer(self, features: List[Tensor], w, g, b, m, v):
+    x = torch.cat(features, 1)
+    return torch.conv2d(torch.relu(torch.batch_norm(x, g, b, m, v, False, 0.1, 1e-5, False)), w, None, 1, 1)
+
+def forward(self, x):
+    features = [torch.conv2d(x, self.stem, None, 1, 1)]
+    features.append(self.layer(features, self.w0, self.g0, self.b0, self.m0, self.v0))
+    features.append(self.layer(features, self.w1, self.g1, self.b1, self.m1, self.v1))
+    dense = torch.cat(features, 1)
+    features.append(x)
+    mixed = torch.conv2d(torch.cat(features, 1)[:, 13:], self.wx)
+    return dense, mixed
+)JIT");
+  module.eval();
+  StaticModule prepared(module);
+  // In: the input for the stem, the mixed list's concatenation; out: the two results.
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 4u) << prepared.graph();
+  EXPECT_EQ(countKind(prepared.graph(), "srt::batch_norm_activation"), 2u) << prepared.graph();
+  expectMatchesJit(
+      module, {{{torch::randn({1, 3, 10, 10})}, {}}, {{torch::randn({2, 3, 7, 9})}, {}}}, {}, 1e-4);
+}
+
 // Without a convolution there is nothing to keep channels last for.
 TEST_F(ChannelsLastPass, LeavesNetworksWithoutConvolutions) {
   auto graph = passes::prepareModule(network(R"JIT(

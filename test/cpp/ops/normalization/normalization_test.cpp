@@ -1,4 +1,5 @@
-// softmax, log_softmax, layer_norm and eval-mode batch_norm out-variant kernels against the JIT.
+// softmax, log_softmax, layer_norm, eval-mode batch_norm and batch_norm + activation
+// (srt::batch_norm_activation) out-variant kernels against the JIT.
 #include "ops/op_test_helpers.h"
 
 namespace srt::testing {
@@ -125,6 +126,62 @@ TEST(Normalization, BatchNormTrainingIsDeclined) {
   auto args = batchNormArgs(randnFloat({4, 3, 2}), at::kFloat);
   args.push_back(false);
   expectMatchesJit(runtime_flag, {inputs(args)});
+}
+
+// batch_norm + activation (passes/norm_activation.cpp) as one srt::batch_norm_activation node:
+// every activation on every path of the kernel (contiguous planes, rows of [N, C], channels
+// innermost: channels last and a transposed [N, L, C]; addcmul for float64 and other strides),
+// one large enough to split over the threads.
+TEST(BatchNormActivation, EveryActivationOnEveryPathMatchesTheJit) {
+  for (const std::string activation :
+       {"torch.relu({})", "torch.sigmoid({})", "torch.tanh({})", "torch.silu({})", "torch.gelu({})",
+        "torch.gelu({}, approximate='tanh')"}) {
+    const std::string expression =
+        c10::str(activation.substr(0, activation.find("{}")), kBatchNormEval,
+                 activation.substr(activation.find("{}") + 2));
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x, w, b, mean, var", expression);
+    expectAllOutVariant(source, 1); // the one fused node
+    expectMatchesJit(
+        source,
+        {inputs(batchNormArgs(randnFloat({2, 3, 4, 5}), at::kFloat)),
+         inputs(batchNormArgs(randnFloat({4, 3}), at::kFloat)),
+         inputs(batchNormArgs(randnFloat({2, 24, 9, 7}).contiguous(at::MemoryFormat::ChannelsLast),
+                              at::kFloat)),
+         inputs(batchNormArgs(randnFloat({2, 2001, 64}).transpose(1, 2), at::kFloat)),
+         inputs(batchNormArgs(randnFloat({2, 3, 5, 4}).transpose(2, 3), at::kFloat)),
+         inputs(batchNormArgs(
+             randnFloat({1, 64, 56, 56}).contiguous(at::MemoryFormat::ChannelsLast), at::kFloat)),
+         inputs(batchNormArgs(torch::randn({2, 3, 4}, torch::kDouble), at::kDouble)),
+         inputs(batchNormArgs(randnFloat({0, 3, 2}), at::kFloat))},
+        1e-4);
+  }
+}
+
+// The output keeps the input's layout, as ATen's batch_norm and relu do (passes/channels_last.cpp
+// counts on it to leave the convolution after it without a conversion).
+TEST(BatchNormActivation, KeepsTheInputsLayout) {
+  StaticModule module(scriptModule(
+      forwardReturning("x, w, b, mean, var", std::string("torch.relu(") + kBatchNormEval + ")")));
+  const at::Tensor x = randnFloat({2, 16, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast);
+  for (int run = 0; run < 2; ++run) {
+    const at::Tensor y = module(batchNormArgs(x, at::kFloat)).toTensor();
+    EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
+// Left to the JIT's two ops: a normalized value read by more than its activation, and training
+// mode (the batch's statistics, which the kernel does not compute).
+TEST(BatchNormActivation, OtherReadersAndTrainingStayUnfused) {
+  const std::string read_twice = std::string("def forward(self, x, w, b, mean, var):\n    y = ") +
+                                 kBatchNormEval + "\n    return torch.relu(y), y\n";
+  expectAllOutVariant(read_twice, 2);
+  expectMatchesJit(read_twice, {inputs(batchNormArgs(randnFloat({2, 3, 4}), at::kFloat))}, 1e-5);
+  const std::string training = forwardReturning(
+      "x, w, b", "torch.relu(torch.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, False))");
+  expectFallback(training, "aten::batch_norm");
+  expectMatchesJit(training, {inputs({randnFloat({4, 3, 2}), randnFloat({3}), randnFloat({3})})},
+                   1e-5);
 }
 
 } // namespace
