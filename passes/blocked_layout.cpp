@@ -12,7 +12,9 @@
 // the blocked kernels), and the other readers are only those whose ATen op computes the same on
 // the blocked tensor, lane by lane: element-wise ops whose tensor operands are all blocked tensors
 // of the same channels (a squeeze-excitation's scale [N, C, 1, 1] is one, broadcast over the
-// image as before), and global average pooling (srt::blocked_global_avg_pool). Any
+// image as before), global average pooling (srt::blocked_global_avg_pool), max pooling
+// (srt::blocked_max_pool2d) and concatenations along channels of tensors of whole blocks (all but
+// the last: srt::variadic_cat computes it on the blocked tensors as they are). Any
 // other reader (flatten, a graph output, an If) gets srt::from_blocked, a channels-last copy;
 // aten::size gets srt::blocked_sizes. A network's stem reads the NCHW input itself (oneDNN's
 // first-layer kernel), without the channels-last conversion before it.
@@ -75,19 +77,36 @@ bool isGlobalAveragePool(const Node* node) {
          std::all_of(size->begin(), size->end(), [](int64_t s) { return s == 1; });
 }
 
+// max_pool2d: on a blocked tensor srt::blocked_max_pool2d, each 16-lane plane pooled as a
+// channels-last image (ops/conv/pooling.cpp).
+bool isMaxPool(const Node* node) {
+  return node->kind() == symbol("aten::max_pool2d");
+}
+
+// srt::variadic_cat along channels (dim 1: the blocks of blocked tensors).
+bool isChannelCat(const Node* node) {
+  if (node->kind() != symbol("srt::variadic_cat") || node->inputs().size() < 2) {
+    return false;
+  }
+  const auto dim = torch::jit::constant_as<int64_t>(node->inputs().back());
+  return dim && *dim == 1;
+}
+
 class BlockedLayout {
 public:
   explicit BlockedLayout(std::shared_ptr<Graph>& graph) : graph_(graph) {}
 
   bool run() {
-    findCandidates();
+    const torch::jit::AliasDb alias_db(graph_, /*isFrozen=*/true);
+    findCandidates(alias_db);
     if (convolutions_.empty()) {
       return false;
     }
-    const std::vector<Node*> accepted = acceptedNodes();
+    std::vector<Node*> accepted = acceptedNodes();
     if (accepted.empty()) {
       return false;
     }
+    accepted = withPoolsAndConcatenations(std::move(accepted), alias_db);
     rewrite(accepted);
     return true;
   }
@@ -95,9 +114,9 @@ public:
 private:
   // Convolutions the blocked kernels take, with their weight packed for them; then, in graph
   // order, the lane-wise ops and global pools all of whose tensor operands are blocked values
-  // of one channel count. Values with writers (an in-place op, a list) are left alone.
-  void findCandidates() {
-    const torch::jit::AliasDb alias_db(graph_, /*isFrozen=*/true);
+  // of one channel count (max pools and concatenations join after: withPoolsAndConcatenations).
+  // Values with writers (an in-place op, a list) are left alone.
+  void findCandidates(const torch::jit::AliasDb& alias_db) {
     for (Node* node : graph_->nodes()) {
       if (node->kind() == symbol("srt::packed_conv2d")) {
         addConvolution(node, alias_db);
@@ -166,6 +185,9 @@ private:
     if (convolutions_.count(node) != 0) {
       return i == kInput || i == kResidual;
     }
+    if (isChannelCat(node)) {
+      return i + 1 < node->inputs().size();
+    }
     return (isLaneWise(node) || i == 0) && channels_.count(node->input(i)) != 0;
   }
 
@@ -211,6 +233,58 @@ private:
     return accepted;
   }
 
+  // The accepted chains joined by the max pools and concatenations of their values: each reads
+  // blocked values only, so none pulls a chain in that was not worth it alone (resnet's stem,
+  // a 7x7 of 64 channels oneDNN runs 10% slower blocked, stays channels last before its pool).
+  // A concatenation along channels of blocked tensors is their blocks one after the other, which
+  // srt::variadic_cat computes on the blocked tensors as they are, where every input but the last
+  // has whole blocks (no padding lanes in the middle): SqueezeNet's fire modules and Inception's
+  // branches, each a chain of its own, were converted back before every concatenation and pool.
+  // The result in graph order.
+  std::vector<Node*> withPoolsAndConcatenations(std::vector<Node*> accepted,
+                                                const torch::jit::AliasDb& alias_db) {
+    std::unordered_set<const Node*> chosen(accepted.begin(), accepted.end());
+    std::unordered_set<const Value*> blocked;
+    for (const Node* node : accepted) {
+      blocked.insert(node->output());
+    }
+    bool joined = false;
+    for (Node* node : graph_->nodes()) {
+      int64_t channels = 0;
+      if (isMaxPool(node) && blocked.count(node->input(0)) != 0) {
+        channels = channels_.at(node->input(0));
+      } else if (isChannelCat(node)) {
+        const size_t tensors = node->inputs().size() - 1;
+        for (size_t i = 0; i < tensors && channels >= 0; ++i) {
+          const bool whole_blocks = i + 1 == tensors || channels_.count(node->input(i)) == 0 ||
+                                    channels_.at(node->input(i)) % ops::kChannelBlock == 0;
+          channels = blocked.count(node->input(i)) != 0 && whole_blocks
+                         ? channels + channels_.at(node->input(i))
+                         : -1;
+        }
+      } else {
+        continue;
+      }
+      if (channels <= 0 || alias_db.hasWriters(node->output())) {
+        continue;
+      }
+      channels_[node->output()] = channels;
+      blocked.insert(node->output());
+      chosen.insert(node);
+      joined = true;
+    }
+    if (!joined) {
+      return accepted;
+    }
+    std::vector<Node*> in_order;
+    for (Node* node : graph_->nodes()) {
+      if (chosen.count(node) != 0) {
+        in_order.push_back(node);
+      }
+    }
+    return in_order;
+  }
+
   void rewrite(const std::vector<Node*>& accepted) {
     std::unordered_map<Value*, int64_t> blocked; // accepted values, by their channels
     for (Node* node : accepted) {
@@ -248,6 +322,8 @@ private:
         blocked_values.insert(rewriteConvolution(node, is_blocked));
       } else if (isGlobalAveragePool(node)) {
         blocked_values.insert(rewriteGlobalAveragePool(node, blocked));
+      } else if (isMaxPool(node)) {
+        blocked_values.insert(rewriteMaxPool(node, blocked));
       } else {
         node->output()->setType(c10::TensorType::get()); // no longer [N, C, H, W]
       }
@@ -314,6 +390,21 @@ private:
     replaceInMaps(pool->output(), mean->output());
     replaced_.push_back(pool);
     return mean->output();
+  }
+
+  // max_pool2d(x, ...) -> srt::blocked_max_pool2d(x, ...), the same arguments.
+  Value* rewriteMaxPool(Node* pool, std::unordered_map<Value*, int64_t>& blocked) {
+    torch::jit::WithInsertPoint insert(pool);
+    std::vector<Value*> inputs(pool->inputs().begin(), pool->inputs().end());
+    Node* blocked_pool =
+        graph_->insertNode(graph_->create(symbol("srt::blocked_max_pool2d"), inputs));
+    blocked_pool->output()->setType(c10::TensorType::get());
+    blocked_pool->setSourceRange(pool->sourceRange());
+    pool->output()->replaceAllUsesWith(blocked_pool->output());
+    blocked[blocked_pool->output()] = blocked.at(pool->output());
+    replaceInMaps(pool->output(), blocked_pool->output());
+    replaced_.push_back(pool);
+    return blocked_pool->output();
   }
 
   // `value` is now produced blocked; readers that want it plain get srt::blocked_sizes (a size

@@ -9,6 +9,9 @@
 //   srt::from_blocked(Tensor x, int channels) -> Tensor      blocked -> [N, C, H, W], channels last
 //   srt::blocked_sizes(Tensor x, int channels) -> int[]      [N, C, H, W] of a blocked tensor
 //   srt::blocked_global_avg_pool(Tensor x) -> Tensor          x.mean([2, 3], keepdim=True)
+//   srt::blocked_max_pool2d(Tensor x, kernel, ...) -> Tensor  max_pool2d (ops/conv/pooling.cpp)
+// and a concatenation along channels of blocked tensors of whole blocks (all but the last) is
+// srt::variadic_cat(..., 1) on them as they are.
 //   srt::blocked_conv2d(...)                                  ops/conv/packed_conv.h
 #pragma once
 

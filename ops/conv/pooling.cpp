@@ -1,5 +1,6 @@
 // 2-D pooling: max_pool2d, avg_pool2d and adaptive_avg_pool2d (3-D pooling is
-// ops/conv/pooling3d.cpp, convolutions ops/conv/convolution.cpp).
+// ops/conv/pooling3d.cpp, convolutions ops/conv/convolution.cpp), and srt::blocked_max_pool2d,
+// max_pool2d of a channel-blocked tensor (ops/conv/blocked_layout.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,7 +13,9 @@
 #include <ATen/native/Pool.h>
 #include <c10/util/accumulate.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/library.h>
 
+#include "ops/conv/onednn_conv.h"
 #include "ops/conv/pool_loops.h"
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
@@ -180,10 +183,37 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
   return true;
 }
 
+// Max pooling of `images` channels-last float32 images [H, W, channels] at `in` into `out`
+// [out_h, out_w, channels] each: each output pixel is the max of its window's pixels, whole rows
+// of channels at a time, so the inner loop runs over contiguous channels (ops/conv/pool_loops.h,
+// on the widest vectors the CPU has). Output rows split over the threads.
+void maxPoolChannelsLastImages(ProcessedNode& p, const float* in, int64_t images, int64_t channels,
+                               int64_t in_h, int64_t in_w, const PoolWindow& w, int64_t out_h,
+                               int64_t out_w, float* out) {
+  const int64_t rows = images * out_h;
+  const int64_t reads_per_row = std::max<int64_t>(1, out_w * w.kernel_h * w.kernel_w * channels);
+  splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
+                 static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   const pooling::WindowAxis width{w.kernel_w, w.stride_w, w.pad_w, w.dilation_w};
+                   for (int64_t row = begin; row < end; ++row) {
+                     const int64_t n = row / out_h;
+                     const int64_t oy = row % out_h;
+                     int64_t h_start = oy * w.stride_h - w.pad_h;
+                     const int64_t h_end =
+                         std::min(h_start + (w.kernel_h - 1) * w.dilation_h + 1, in_h);
+                     while (h_start < 0) {
+                       h_start += w.dilation_h;
+                     }
+                     pooling::maxPoolChannelsLastRow(
+                         in + n * in_h * in_w * channels, in_w, channels, h_start, h_end,
+                         w.dilation_h, width, out_w, out + (n * out_h + oy) * out_w * channels);
+                   }
+                 });
+}
+
 // Channels-last float32 [N, C, H, W] (what passes/channels_last.cpp keeps between a network's
-// convolutions): each output pixel is the max of its window's pixels, whole rows of C channels at
-// a time, so the inner loop runs over contiguous channels (ops/conv/pool_loops.h, on the widest
-// vectors the CPU has). False when the input is anything else.
+// convolutions). False when the input is anything else.
 bool maxPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   if (self.scalar_type() != at::kFloat || self.dim() != 4 ||
       !self.is_contiguous(at::MemoryFormat::ChannelsLast) || self.is_contiguous()) {
@@ -207,28 +237,8 @@ bool maxPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
                                  out_w, at::MemoryFormat::ChannelsLast);
   at::Tensor& out = outputTensorLike(p, 0, self);
   at::native::resize_(out, {batch, channels, out_h, out_w}, at::MemoryFormat::ChannelsLast);
-  const float* in = self.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  const int64_t rows = batch * out_h;
-  const int64_t reads_per_row = std::max<int64_t>(1, out_w * w.kernel_h * w.kernel_w * channels);
-  splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
-                 static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
-                 [&](int64_t begin, int64_t end) {
-                   const pooling::WindowAxis width{w.kernel_w, w.stride_w, w.pad_w, w.dilation_w};
-                   for (int64_t row = begin; row < end; ++row) {
-                     const int64_t n = row / out_h;
-                     const int64_t oy = row % out_h;
-                     int64_t h_start = oy * w.stride_h - w.pad_h;
-                     const int64_t h_end =
-                         std::min(h_start + (w.kernel_h - 1) * w.dilation_h + 1, in_h);
-                     while (h_start < 0) {
-                       h_start += w.dilation_h;
-                     }
-                     pooling::maxPoolChannelsLastRow(
-                         in + n * in_h * in_w * channels, in_w, channels, h_start, h_end,
-                         w.dilation_h, width, out_w, o + (n * out_h + oy) * out_w * channels);
-                   }
-                 });
+  maxPoolChannelsLastImages(p, self.data_ptr<float>(), batch, channels, in_h, in_w, w, out_h, out_w,
+                            out.data_ptr<float>());
   return true;
 }
 
@@ -368,8 +378,70 @@ void avgPool2d(ProcessedNode& p) {
                            p.input(6).toOptional<int64_t>(), outputTensorLike(p, 0, self));
 }
 
+const char* const kBlockedMaxPool2dSchema =
+    "srt::blocked_max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], "
+    "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor";
+
+// max_pool2d of a channel-blocked tensor (ops/conv/blocked_layout.h), as ATen computes it on the
+// [N, C, H, W] tensor the blocked one stands for (its padding lanes pooled like channels): what
+// the JIT runs.
+at::Tensor blockedMaxPoolReference(const at::Tensor& x, at::IntArrayRef kernel,
+                                   at::IntArrayRef stride, at::IntArrayRef padding,
+                                   at::IntArrayRef dilation, bool ceil_mode) {
+  TORCH_CHECK(x.dim() == 5,
+              "srt::blocked_max_pool2d: expected a channel-blocked [N, C / 16, H, "
+              "W, 16] tensor, got sizes ",
+              x.sizes());
+  const int64_t batch = x.size(0);
+  const int64_t blocks = x.size(1);
+  const int64_t lanes = x.size(4);
+  const at::Tensor plain =
+      x.permute({0, 1, 4, 2, 3}).reshape({batch, blocks * lanes, x.size(2), x.size(3)});
+  const at::Tensor pooled = at::max_pool2d(plain, kernel, stride, padding, dilation, ceil_mode);
+  return pooled.reshape({batch, blocks, lanes, pooled.size(2), pooled.size(3)})
+      .permute({0, 1, 3, 4, 2})
+      .contiguous();
+}
+
+// A blocked tensor's planes of 16 lanes are channels-last images of 16 channels: pooled as those.
+// Windows ATen would reject (padding past half the kernel, no output) take the reference, which
+// reports them.
+void blockedMaxPool2d(ProcessedNode& p) {
+  const at::Tensor& x = p.input(0).toTensor();
+  const std::optional<PoolWindow> window = poolWindow(p);
+  const bool blocked = x.scalar_type() == at::kFloat && x.dim() == 5 && x.is_contiguous() &&
+                       x.size(4) == kChannelBlock;
+  int64_t out_h = 0;
+  int64_t out_w = 0;
+  if (window && blocked) {
+    const PoolWindow& w = *window;
+    out_h = at::native::pooling_output_shape<int64_t>(x.size(2), w.kernel_h, w.pad_h, w.stride_h,
+                                                      w.dilation_h, w.ceil_mode);
+    out_w = at::native::pooling_output_shape<int64_t>(x.size(3), w.kernel_w, w.pad_w, w.stride_w,
+                                                      w.dilation_w, w.ceil_mode);
+  }
+  if (!window || !blocked || out_h < 1 || out_w < 1 || window->pad_h > window->kernel_h / 2 ||
+      window->pad_w > window->kernel_w / 2) {
+    copyIntoOutput(p, blockedMaxPoolReference(x, p.input(1).toDimVector(), p.input(2).toDimVector(),
+                                              p.input(3).toDimVector(), p.input(4).toDimVector(),
+                                              p.input(5).toBool()));
+    return;
+  }
+  at::Tensor& out = outputTensorLike(p, 0, x);
+  at::native::resize_(out, {x.size(0), x.size(1), out_h, out_w, kChannelBlock});
+  maxPoolChannelsLastImages(p, x.data_ptr<float>(), x.size(0) * x.size(1), kChannelBlock, x.size(2),
+                            x.size(3), *window, out_h, out_w, out.data_ptr<float>());
+}
+
 } // namespace
 
+TORCH_LIBRARY_FRAGMENT(srt, m) {
+  m.def(torch::schema(kBlockedMaxPool2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        blockedMaxPoolReference);
+}
+
+SRT_REGISTER_KERNEL("srt::blocked_max_pool2d", kOutVariant,
+                    whenMatches(kBlockedMaxPool2dSchema, blockedMaxPool2d));
 SRT_REGISTER_KERNEL(
     "aten::avg_pool2d", kOutVariant,
     whenMatches("aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "

@@ -69,11 +69,80 @@ TEST(BlockedLayout, KeepsTheBlockChannelBlocked) {
   EXPECT_EQ(graph.inputs()[0]->uses().at(0).user->kind().toQualString(),
             std::string("srt::blocked_conv2d"))
       << graph;
-  // c for the max pool, g for the output and its size, the pooled g for view, nothing else.
-  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 3u) << graph;
-  // The pooled c comes back for the residual.
-  EXPECT_EQ(countOp(graph, "srt::to_blocked"), 1u) << graph;
+  // g for the output and its size, the pooled g for view, nothing else: c is max-pooled blocked
+  // (srt::blocked_max_pool2d) for the residual.
+  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 2u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::blocked_max_pool2d"), 1u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::to_blocked"), 0u) << graph;
   EXPECT_TRUE(module.stats().fallback_ops.empty()) << graph;
+}
+
+// SqueezeNet's fire modules: a squeeze 1x1, two expanding branches (1x1 and 3x3) concatenated
+// along channels, max pooling between modules (3x3, stride 2, ceil mode). The concatenation of
+// whole blocks and the pooling stay blocked; a concatenation whose first part pads its last block
+// (24 channels) is plain, its parts converted.
+torch::jit::Module fireModules() {
+  torch::jit::Module module("Fire");
+  module.register_parameter("stem", convWeight(32, 3, 3), false);
+  module.register_parameter("squeeze1", convWeight(16, 32, 1), false);
+  module.register_parameter("e1", convWeight(32, 16, 1), false);
+  module.register_parameter("e3", convWeight(32, 16, 3), false);
+  module.register_parameter("squeeze2", convWeight(16, 64, 1), false);
+  module.register_parameter("f1", convWeight(24, 16, 1), false);
+  module.register_parameter("f3", convWeight(24, 16, 3), false);
+  module.register_parameter("head", torch::randn({5, 48}) * 0.2, false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 2, 1))
+    s = torch.relu(torch.conv2d(a, self.squeeze1))
+    y = torch.cat([torch.relu(torch.conv2d(s, self.e1)), torch.relu(torch.conv2d(s, self.e3, None, 1, 1))], 1)
+    y = torch.max_pool2d(y, 3, 2, 0, 1, True)
+    t = torch.relu(torch.conv2d(y, self.squeeze2))
+    z = torch.cat([torch.relu(torch.conv2d(t, self.f1)), torch.relu(torch.conv2d(t, self.f3, None, 1, 1))], 1)
+    return torch.linear(torch.flatten(torch.adaptive_avg_pool2d(z, 1), 1), self.head), y
+)JIT");
+  module.eval();
+  return module;
+}
+
+TEST(BlockedLayout, ConcatenationsOfWholeBlocksAndMaxPoolingStayBlocked) {
+  torch::jit::Module module = fireModules();
+  StaticModule built(module);
+  const torch::jit::Graph& graph = built.graph();
+  EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 7u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::blocked_max_pool2d"), 1u) << graph;
+  EXPECT_EQ(countOp(graph, "aten::max_pool2d"), 0u) << graph;
+  // y for the output; f1's and f3's 24 channels for their plain concatenation.
+  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 3u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::variadic_cat"), 2u) << graph;
+  EXPECT_TRUE(built.stats().fallback_ops.empty()) << graph;
+  std::vector<InputSet> inputs = {{{torch::randn({1, 3, 33, 29})}, {}},
+                                  {{torch::randn({2, 3, 24, 24})}, {}},
+                                  {{torch::randn({1, 3, 64, 80})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = workers;
+    StaticRuntime runtime(built, options);
+    for (const InputSet& input : inputs) {
+      const auto expected = module.forward(input.args).toTupleRef().elements();
+      for (int run = 0; run < 2; ++run) {
+        const auto got = runtime(input.args).toTupleRef().elements();
+        EXPECT_TRUE(torch::allclose(got[0].toTensor(), expected[0].toTensor(), 1e-4, 1e-4));
+        EXPECT_TRUE(torch::allclose(got[1].toTensor(), expected[1].toTensor(), 1e-4, 1e-4));
+      }
+    }
+  }
+  // The JIT runs the new op's reference on the rewritten graph.
+  auto rewritten = passes::prepareModule(module).graph;
+  passes::fuseConvEpilogues(rewritten);
+  passes::useVariadicCatStack(rewritten);
+  passes::useChannelsLast(rewritten);
+  passes::packConvWeights(rewritten);
+  expectPassPreservesResults(passes::useBlockedLayout, rewritten,
+                             {{torch::randn({1, 3, 16, 16})}, {torch::randn({2, 3, 21, 13})}},
+                             /*expect_changed=*/true, 1e-4);
 }
 
 TEST(BlockedLayout, DisabledPassesSwitchItOff) {

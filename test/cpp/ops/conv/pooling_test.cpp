@@ -79,7 +79,8 @@ def forward(self, x):
 
 // The contiguous and channels-last float32 loops against ATen's kernel: NaN wins its window, -inf
 // stays, padding never wins, 3-D input, ceil mode's partial windows; channel counts of whole
-// vectors and a tail (37 = 2 x 16 + 5).
+// vectors and a tail (37 = 2 x 16 + 5); rows of more channels than one buffer of column maxima
+// holds (96 x 130: the row's windows pooled in chunks, NaN at a chunk's edge and the row's end).
 TEST(ConvPool, MaxPool2dLoopMatchesAtenWithNanAndInf) {
   StaticModule module(scriptModule(R"JIT(
 def forward(self, x):
@@ -93,8 +94,13 @@ def forward(self, x):
   wide[1][20][3][4] = std::nanf("");
   wide[0][36][6][9] = std::nanf("");
   wide[0][33].fill_(-std::numeric_limits<float>::infinity());
+  at::Tensor long_rows = -torch::rand({1, 96, 9, 130}) - 1;
+  long_rows[0][5][4][41] = std::nanf("");
+  long_rows[0][17][3][42] = std::nanf("");
+  long_rows[0][95][8][129] = std::nanf("");
   for (const at::Tensor& input : {x, x[1], x.contiguous(at::MemoryFormat::ChannelsLast),
-                                  wide.contiguous(at::MemoryFormat::ChannelsLast)}) {
+                                  wide.contiguous(at::MemoryFormat::ChannelsLast),
+                                  long_rows.contiguous(at::MemoryFormat::ChannelsLast)}) {
     for (int run = 0; run < 2; ++run) {
       const auto outputs = module({input}).toTupleRef().elements();
       const at::Tensor expected[] = {at::max_pool2d(input, {2}),
