@@ -55,6 +55,33 @@ size_t countOp(const torch::jit::Graph& graph, const char* kind) {
   return countKind(graph, kind);
 }
 
+// Every input run twice on two threads, the runtime's own workers and OpenMP's, each output of
+// the tuple the module returns matching the JIT's (tensors within 1e-4, sizes exactly).
+void expectTwoThreadsMatchJit(torch::jit::Module& module, const StaticModule& built,
+                              const std::vector<InputSet>& inputs) {
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
+    RuntimeOptions options;
+    options.intra_op_threads = 2;
+    options.workers = workers;
+    StaticRuntime runtime(built, options);
+    for (const InputSet& input : inputs) {
+      const auto expected = module.forward(input.args).toTupleRef().elements();
+      for (int run = 0; run < 2; ++run) {
+        const auto got = runtime(input.args).toTupleRef().elements();
+        ASSERT_EQ(got.size(), expected.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          if (expected[i].isTensor()) {
+            EXPECT_TRUE(torch::allclose(got[i].toTensor(), expected[i].toTensor(), 1e-4, 1e-4))
+                << i;
+          } else {
+            EXPECT_EQ(got[i], expected[i]) << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(BlockedLayout, KeepsTheBlockChannelBlocked) {
   StaticModule module(mobileBlockModule());
   const torch::jit::Graph& graph = module.graph();
@@ -120,20 +147,7 @@ TEST(BlockedLayout, ConcatenationsOfWholeBlocksAndMaxPoolingStayBlocked) {
                                   {{torch::randn({2, 3, 24, 24})}, {}},
                                   {{torch::randn({1, 3, 64, 80})}, {}}};
   expectMatchesJit(module, inputs, {}, 1e-4);
-  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
-    RuntimeOptions options;
-    options.intra_op_threads = 2;
-    options.workers = workers;
-    StaticRuntime runtime(built, options);
-    for (const InputSet& input : inputs) {
-      const auto expected = module.forward(input.args).toTupleRef().elements();
-      for (int run = 0; run < 2; ++run) {
-        const auto got = runtime(input.args).toTupleRef().elements();
-        EXPECT_TRUE(torch::allclose(got[0].toTensor(), expected[0].toTensor(), 1e-4, 1e-4));
-        EXPECT_TRUE(torch::allclose(got[1].toTensor(), expected[1].toTensor(), 1e-4, 1e-4));
-      }
-    }
-  }
+  expectTwoThreadsMatchJit(module, built, inputs);
   // The JIT runs the new op's reference on the rewritten graph.
   auto rewritten = passes::prepareModule(module).graph;
   passes::fuseConvEpilogues(rewritten);
@@ -249,21 +263,7 @@ TEST(BlockedLayout, PiecesOnTheRuntimesOwnWorkersMatchJit) {
   std::vector<InputSet> inputs = imageInputs();
   inputs.push_back({{torch::randn({2, 3, 96, 112})}, {}});
   inputs.push_back({{torch::randn({1, 3, 160, 160})}, {}});
-  for (const IntraOpWorkers workers : {IntraOpWorkers::kOwn, IntraOpWorkers::kOpenMp}) {
-    RuntimeOptions options;
-    options.intra_op_threads = 2;
-    options.workers = workers;
-    StaticRuntime runtime(built, options);
-    for (const InputSet& input : inputs) {
-      const auto expected = module.forward(input.args).toTupleRef().elements();
-      for (int run = 0; run < 2; ++run) {
-        const auto got = runtime(input.args).toTupleRef().elements();
-        EXPECT_TRUE(torch::allclose(got[0].toTensor(), expected[0].toTensor(), 1e-4, 1e-4));
-        EXPECT_TRUE(torch::allclose(got[1].toTensor(), expected[1].toTensor(), 1e-4, 1e-4));
-        EXPECT_EQ(got[2].toIntVector(), expected[2].toIntVector());
-      }
-    }
-  }
+  expectTwoThreadsMatchJit(module, built, inputs);
 }
 
 // The JIT runs the new ops' references on the rewritten graph.
