@@ -107,6 +107,10 @@ bool fuseListUnpack(GraphPtr& graph);
 // cat/stack of a list built only for them -> srt::variadic_cat/stack on the tensors themselves.
 bool useVariadicCatStack(GraphPtr& graph);
 
+// ShuffleNet's channel shuffle written out (x.view(b, g, c // g, h, w).transpose(1, 2)
+// .contiguous().view(b, -1, h, w)) as aten::channel_shuffle(x, g) (channel_shuffle_fusion.cpp).
+bool fuseChannelShuffles(GraphPtr& graph);
+
 // Views a reader would copy anyway (permute before reshape/matmul, reshape of a transpose)
 // -> srt::permute_copy / reshape_copy / flatten_copy into planned memory.
 bool useCopyVariants(GraphPtr& graph);

@@ -63,6 +63,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"transpose_absorption", absorbTransposes},
       // After the fusions, whose patterns may contain chunk + ListUnpack or cat of a list.
       {"list_unpack_fusion", fuseListUnpack},
+      // Before copy_variants and channels_last, which would otherwise see ShuffleNet's
+      // view-transpose-view as copies and as readers of strides.
+      {"channel_shuffle_fusion", fuseChannelShuffles},
       {"variadic_cat_stack", useVariadicCatStack},
       // After the fusions, so their patterns still see the original view ops.
       {"copy_variants", useCopyVariants},

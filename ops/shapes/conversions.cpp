@@ -84,23 +84,6 @@ bool copyFewChannelsToChannelsLast(at::Tensor& out, const at::Tensor& self, Work
   return true;
 }
 
-// Whether `t` is laid out batch outermost, channels innermost, the other dims in order between
-// (NHWC, NDHWC, a 1-D convolution's [N, C, L] with channel stride 1), `channels` x `pixels` per
-// image. Size-1 dims may have any stride.
-bool isChannelsInnermost(const at::Tensor& t, int64_t channels, int64_t pixels) {
-  if ((t.size(0) != 1 && t.stride(0) != channels * pixels) || t.stride(1) != 1) {
-    return false;
-  }
-  int64_t expected = channels;
-  for (int64_t d = t.dim() - 1; d >= 2; --d) {
-    if (t.size(d) != 1 && t.stride(d) != expected) {
-      return false;
-    }
-    expected *= t.size(d);
-  }
-  return true;
-}
-
 // float32 channels innermost into contiguous, or contiguous into channels innermost: per image a
 // [pixels, channels] <-> [channels, pixels] transpose (ops/shapes/transpose_copy.h), where ATen's
 // strided copy strides through one side a page per element (channels-last [1, 512, 1, 2001] to

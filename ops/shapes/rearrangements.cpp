@@ -1,11 +1,15 @@
-// roll, repeat_interleave (by an int) and tile as out-variant kernels: each is a few strided
-// copies of the input into the node's output, where ATen's ops cat, index_select or repeat into a
-// new tensor.
+// roll, repeat_interleave (by an int), tile and channel_shuffle as out-variant kernels: each is a
+// few strided copies of the input into the node's output, where ATen's ops cat, index_select or
+// repeat into a new tensor.
 #include <ATen/Functions.h>
 #include <ATen/WrapDimUtils.h>
 
+#include <cstring>
+
+#include "ops/core/parallelism.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
+#include "ops/shapes/transpose_copy.h"
 
 namespace srt::ops {
 namespace {
@@ -126,8 +130,64 @@ void tile(ProcessedNode& p) {
   out.view(interleaved).copy_(self.reshape(spread).expand(interleaved));
 }
 
+// channel_shuffle(Tensor self, int groups) (ShuffleNet's, passes/channel_shuffle_fusion.cpp):
+// output channel j * groups + i is input channel i * (C / groups) + j, written contiguous (NCHW)
+// whatever the input's layout: ShuffleNet splits the result into its two channel halves, whole
+// planes of an NCHW tensor but strided slices of a channels-last one, which its next convolution
+// would have to gather first (passes/channels_last.cpp does not count the op as keeping the
+// layout; ATen's kernel writes a channels-last result for a channels-last input, with the same
+// values). Contiguous input: whole planes copied; float32 channels innermost (channels last): per
+// image and group, the group's channels transposed into their planes; anything else, and the
+// errors (fewer than 3 dims, channels that do not divide), ATen's op.
+void channelShuffle(ProcessedNode& p) {
+  const at::Tensor& self = p.input(0).toTensor();
+  const int64_t groups = p.input(1).toInt();
+  const int64_t channels = self.dim() >= 3 ? self.size(1) : 0;
+  const bool divides = groups > 0 && channels > 0 && channels % groups == 0;
+  const bool contiguous = self.is_contiguous() && !self.is_neg() && !self.is_conj();
+  const bool channels_innermost =
+      divides && self.numel() > 0 && isDenseFloat(self) &&
+      isChannelsInnermost(self, channels, self.numel() / (self.size(0) * channels));
+  if (!divides || self.numel() == 0 || !(contiguous || channels_innermost)) {
+    copyIntoOutput(p, at::channel_shuffle(self, groups));
+    return;
+  }
+  const int64_t batch = self.size(0);
+  const int64_t per_group = channels / groups;
+  const int64_t pixels = self.numel() / (batch * channels);
+  at::Tensor& out = contiguousOutput(p, 0, self.sizes(), self.options());
+  const double cost = static_cast<double>(self.numel()) * kNanosecondsPerElement;
+  if (contiguous) {
+    const size_t plane = static_cast<size_t>(pixels) * self.element_size();
+    const char* in = static_cast<const char*>(self.data_ptr());
+    char* o = static_cast<char*>(out.data_ptr());
+    splitIfWorthIt(p.workers(), batch * channels, 1, cost, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        const int64_t n = k / channels;
+        const int64_t c = k % channels; // output channel j * groups + i
+        const int64_t source = (c % groups) * per_group + c / groups;
+        std::memcpy(o + k * plane, in + (n * channels + source) * plane, plane);
+      }
+    });
+    return;
+  }
+  // Image n's group i: its [pixels, per_group] columns of the input become the planes
+  // i, groups + i, 2 * groups + i, ... of the output.
+  const float* in = floatData(self);
+  float* o = floatData(out);
+  splitIfWorthIt(p.workers(), batch * groups, 1, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t n = k / groups;
+      const int64_t i = k % groups;
+      transposeMatrix(in + n * pixels * channels + i * per_group, channels,
+                      o + (n * channels + i) * pixels, groups * pixels, pixels, per_group);
+    }
+  });
+}
+
 } // namespace
 
+SRT_REGISTER_KERNEL("aten::channel_shuffle", kOutVariant, tensorOverload<channelShuffle>);
 SRT_REGISTER_KERNEL("aten::tile", kOutVariant, tensorOverload<tile>);
 SRT_REGISTER_KERNEL("aten::roll", kOutVariant, tensorOverload<roll>);
 // repeat_interleave.Tensor / self_Tensor (per-element counts) are declined.
