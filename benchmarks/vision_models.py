@@ -13,7 +13,10 @@ Usage (from the repository root, after the build; for ONNX Runtime, once:
 
 Models: resnet18, mobilenet_v2, mobilenet_v3_small, efficientnet_b0 on Bx3x224x224, and the
 issue's small CNN (3 x conv3x3 + ReLU, 3->16->32->64 channels, strides 1, 2, 2; average pool;
-Linear 64->10) on Bx3x64x64, for each B in --batches (default 1,8). Random weights, BatchNorm
+Linear 64->10) on Bx3x64x64, for each B in --batches (default 1,8). --models also takes any other
+torchvision classification network by its builder's name (densenet121, squeezenet1_1,
+shufflenet_v2_x1_0, googlenet and inception_v3 without their auxiliary heads, ...), on
+Bx3x224x224. Random weights, BatchNorm
 statistics calibrated (static_runtime.bench.calibrate_batch_norm). Every model and batch goes
 through static_runtime.bench.compare at each of --threads (default 1,2): outputs checked against
 TorchScript's, then medians over interleaved rounds, ONNX Runtime net of its node binding's
@@ -43,6 +46,8 @@ from torch import nn  # noqa: E402
 
 TORCHVISION_MODELS = ("resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0")
 MODELS = TORCHVISION_MODELS + ("small_cnn",)
+# Networks whose builders add auxiliary classifiers to their training outputs.
+WITHOUT_AUXILIARY_HEADS = ("googlenet", "inception_v3")
 MEMORY_MODELS = ("resnet18", "efficientnet_b0")
 MEMORY_RUNTIMES = ("eager", "ours", "onnxruntime")
 MEMORY_CALLS = 10
@@ -73,7 +78,12 @@ def make(name: str, batch: int):
     """(description, eval-mode module, inputs), the same for a given name and batch."""
     torch.manual_seed(0)
     size = _size(name)
-    model = SmallCNN() if name == "small_cnn" else getattr(torchvision.models, name)()
+    if name == "small_cnn":
+        model = SmallCNN()
+    elif name in WITHOUT_AUXILIARY_HEADS:
+        model = getattr(torchvision.models, name)(aux_logits=False, init_weights=True)
+    else:
+        model = getattr(torchvision.models, name)()
     model = common.bench.calibrate_batch_norm(model, torch.randn(8, 3, size, size))
     return f"{name}, {batch}×3×{size}×{size}", model, (torch.randn(batch, 3, size, size),)
 
@@ -210,9 +220,11 @@ def main() -> None:
     args.models = common.parse_list(args.models)
     args.batches = common.parse_list(args.batches, int)
     args.threads = common.parse_list(args.threads, int)
-    unknown = set(args.models) - set(MODELS)
+    unknown = (set(args.models) - set(MODELS) -
+               set(torchvision.models.list_models(module=torchvision.models)))
     if unknown:
-        parser.error(f"unknown model(s) {sorted(unknown)}; expected some of {list(MODELS)}")
+        parser.error(f"unknown model(s) {sorted(unknown)}; expected some of {list(MODELS)} or "
+                     "another torchvision classification network's builder name")
     common.run(args, measure, measure_passive, measure_memory, markdown, plot)
 
 
