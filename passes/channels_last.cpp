@@ -218,12 +218,14 @@ private:
     }
   }
 
-  // aten::cat of a list built in this block by ListConstruct and append, every tensor in it by
-  // then channels last: ATen's cat is channels last then too. DenseNet concatenates its features
-  // so: `features = [x]`, then each layer appends its output and concatenates the list; believed
-  // NCHW, every concatenation was converted to channels last again before its convolution.
+  // aten::cat (or srt::cat_batch_norm_activation) of a list built in this block by ListConstruct
+  // and append, every tensor in it by then channels last: ATen's cat is channels last then too.
+  // DenseNet concatenates its features so: `features = [x]`, then each layer appends its output and
+  // concatenates the list; believed NCHW, every concatenation was converted to channels last again
+  // before its convolution.
   bool catOfChannelsLastList(Node* cat) const {
-    if (!cat->matches("aten::cat(Tensor[] tensors, int dim=0) -> Tensor")) {
+    if (!cat->matches("aten::cat(Tensor[] tensors, int dim=0) -> Tensor") &&
+        cat->kind() != c10::Symbol::fromQualString("srt::cat_batch_norm_activation")) {
       return false;
     }
     Value* list = cat->input(0);
@@ -251,7 +253,8 @@ private:
           ++elements;
         }
       } else if (user->kind() != c10::aten::cat && user->kind() != c10::aten::len &&
-                 user->kind() != c10::aten::__getitem__) {
+                 user->kind() != c10::aten::__getitem__ &&
+                 user->kind() != c10::Symbol::fromQualString("srt::cat_batch_norm_activation")) {
         return false; // anything else may change the list
       }
     }

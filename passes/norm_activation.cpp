@@ -7,7 +7,9 @@
 //  - eval-mode batch_norm -> srt::batch_norm_activation (ops/normalization/batch_norm.cpp): the
 //    BatchNorm + ReLU that pre-activation networks run before each convolution, where
 //    conv_bn_folding has no convolution before it to fold into (DenseNet's on every
-//    concatenation, 62 of them in densenet121, each a pass of its own over the tensor).
+//    concatenation, 62 of them in densenet121, each a pass of its own over the tensor); where
+//    the normalized value is a concatenation (DenseNet's features), the two are one
+//    srt::cat_batch_norm_activation.
 #include <string>
 #include <unordered_map>
 
@@ -15,6 +17,7 @@
 
 #include "passes/fusion_patterns.h"
 #include "passes/graph_passes.h"
+#include "passes/graph_walk.h"
 
 namespace srt::passes {
 namespace {
@@ -95,8 +98,69 @@ SRT_REGISTER_FUSION_PATTERN(kFamily,
 
 } // namespace
 
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// Values the fused node can read where the concatenation was: constants and the graph's inputs.
+bool availableEverywhere(const Value* value) {
+  return value->node()->kind() == c10::prim::Constant || value->node()->kind() == c10::prim::Param;
+}
+
+// batch_norm_activation(cat(tensors, dim), ...) -> cat_batch_norm_activation(tensors, dim, ...),
+// where the concatenation has no other reader but rank queries (a BatchNorm2d's check, which then
+// reads the fused node's result: the same rank). The fused node takes the concatenation's place,
+// before the check, reading the list as the concatenation did (DenseNet appends to it after).
+bool fuseConcatenations(GraphPtr& graph) {
+  const c10::Symbol batch_norm_activation =
+      c10::Symbol::fromQualString("srt::batch_norm_activation");
+  const std::vector<Node*> norms = nodesWhere(graph->block(), [&](Node* node) {
+    return node->kind() == batch_norm_activation &&
+           node->input(0)->node()->matches("aten::cat(Tensor[] tensors, int dim=0) -> Tensor");
+  });
+  bool changed = false;
+  for (Node* norm : norms) {
+    Node* cat = norm->input(0)->node();
+    bool fusable = cat->owningBlock() == norm->owningBlock();
+    for (const torch::jit::Use& use : cat->output()->uses()) {
+      fusable &= use.user == norm || use.user->matches("aten::dim(Tensor self) -> int");
+    }
+    for (size_t i = 1; i < norm->inputs().size(); ++i) {
+      fusable &= availableEverywhere(norm->input(i));
+    }
+    if (!fusable) {
+      continue;
+    }
+    // The pattern's activation name is a constant it put just before the normalization.
+    for (size_t i = 1; i < norm->inputs().size(); ++i) {
+      Node* producer = norm->input(i)->node();
+      if (producer->kind() == c10::prim::Constant &&
+          producer->owningBlock() == cat->owningBlock() && !producer->isBefore(cat)) {
+        producer->moveBefore(cat);
+      }
+    }
+    torch::jit::WithInsertPoint insert(cat);
+    std::vector<Value*> inputs = {cat->input(0), cat->input(1)};
+    inputs.insert(inputs.end(), norm->inputs().begin() + 1, norm->inputs().end());
+    Node* fused = graph->insertNode(
+        graph->create(c10::Symbol::fromQualString("srt::cat_batch_norm_activation"), inputs));
+    fused->output()->setType(norm->output()->type());
+    fused->setSourceRange(norm->sourceRange());
+    norm->output()->replaceAllUsesWith(fused->output());
+    cat->output()->replaceAllUsesWith(fused->output());
+    norm->destroy();
+    cat->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace
+
 bool fuseNormActivation(GraphPtr& graph) {
-  return applyFusionPatterns(kFamily, graph);
+  const bool fused = applyFusionPatterns(kFamily, graph);
+  return fuseConcatenations(graph) || fused;
 }
 
 } // namespace srt::passes

@@ -28,6 +28,8 @@ namespace srt::ops::vec {
   void rowTimesMatrixLoop(const float* x, const float* w, int64_t ld, const float* bias, float* y, \
                           int64_t k, int64_t n);                                                   \
   void scaleRowsLoop(const float* x, const float* scale, float* out, int64_t rows, int64_t n);     \
+  void affineRowsLoop(const float* x, int64_t x_stride, const float* scale, const float* shift,    \
+                      float* out, int64_t out_stride, int64_t rows, int64_t n);                    \
   void sumRowsLoop(const float* x, int64_t rows, int64_t n, float* sums);                          \
   }
 SRT_DECLARE_CAPABILITY_LOOPS(DEFAULT)
@@ -48,6 +50,7 @@ struct Loops {
   decltype(&DEFAULT::dotLoop) dot;
   decltype(&DEFAULT::rowTimesMatrixLoop) row_times_matrix;
   decltype(&DEFAULT::scaleRowsLoop) scale_rows;
+  decltype(&DEFAULT::affineRowsLoop) affine_rows;
   decltype(&DEFAULT::sumRowsLoop) sum_rows;
 };
 
@@ -56,7 +59,7 @@ struct Loops {
 #capability, capability::unaryLoop, capability::fastUnaryLoop, capability::binaryLoop,         \
         capability::ternaryLoop, capability::softmaxRowsLoop, capability::layerNormRowsLoop,       \
         capability::dotLoop, capability::rowTimesMatrixLoop, capability::scaleRowsLoop,            \
-        capability::sumRowsLoop                                                                    \
+        capability::affineRowsLoop, capability::sumRowsLoop                                        \
   }
 constexpr Loops kDefault = SRT_CAPABILITY_LOOPS(DEFAULT);
 constexpr Loops kAvx2 = SRT_CAPABILITY_LOOPS(AVX2);
@@ -195,6 +198,11 @@ void scaleRows(const float* x, const float* scale, int64_t scale_rows, float* ou
         }
       },
       workers);
+}
+
+void affineRows(const float* x, int64_t x_stride, const float* scale, const float* shift,
+                float* out, int64_t out_stride, int64_t rows, int64_t n) {
+  widestLoops().affine_rows(x, x_stride, scale, shift, out, out_stride, rows, n);
 }
 
 void sumRows(const float* x, int64_t rows, int64_t n, float* sums) {

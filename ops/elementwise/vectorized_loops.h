@@ -138,6 +138,12 @@ void rowTimesMatrix(const float* x, const float* w, int64_t ld, const float* bia
 void scaleRows(const float* x, const float* scale, int64_t scale_rows, float* out, int64_t blocks,
                int64_t rows, int64_t n, WorkerPool* workers = nullptr);
 
+// out[r][i] = x[r][i] * scale[i] + shift[i] for `rows` rows of n floats, x's rows x_stride floats
+// apart and out's out_stride (a channels-last image's channels [c, c + n) among more): one
+// channel range of a concatenation normalized into its place. On the calling thread.
+void affineRows(const float* x, int64_t x_stride, const float* scale, const float* shift,
+                float* out, int64_t out_stride, int64_t rows, int64_t n);
+
 // sums[i] += x[0, i] + x[1, i] + ... over `rows` contiguous rows of n floats, each column summed
 // in row order (the same bits on any capability, so on the widest). On the caller's thread.
 void sumRows(const float* x, int64_t rows, int64_t n, float* sums);

@@ -23,6 +23,7 @@
 #include "ops/elementwise/fast_path.h"
 #include "ops/elementwise/vectorized_loops.h"
 #include "ops/gemm/epilogue.h"
+#include "ops/shapes/transpose_copy.h"
 
 namespace srt::ops {
 namespace {
@@ -209,14 +210,125 @@ std::optional<KernelFunction> batchNormActivationFactory(const Node* node, const
   };
 }
 
+const char* const kCatBatchNormActivationSchema =
+    "srt::cat_batch_norm_activation(Tensor[] tensors, int dim, Tensor? weight, Tensor? bias, "
+    "Tensor running_mean, Tensor running_var, float eps, str activation) -> Tensor";
+
+at::Tensor catBatchNormActivationReference(const at::TensorList tensors, int64_t dim,
+                                           const c10::optional<at::Tensor>& weight,
+                                           const c10::optional<at::Tensor>& bias,
+                                           const at::Tensor& mean, const at::Tensor& var,
+                                           double eps, c10::string_view activation) {
+  return batchNormActivationReference(at::cat(tensors, dim), weight, bias, mean, var, eps,
+                                      activation);
+}
+
+// The parts of a concatenation along channels that are float32 images (4-D or 5-D) of one batch
+// and size, each channels last: their channel counts, or empty.
+std::vector<int64_t> channelsLastParts(const c10::List<at::Tensor>& parts, int64_t dim) {
+  std::vector<int64_t> channels;
+  if (dim != 1 || parts.empty()) {
+    return channels;
+  }
+  const at::Tensor first = parts.get(0);
+  for (const at::Tensor& part : parts.vec()) {
+    const bool same_image = part.dim() == first.dim() && (part.dim() == 4 || part.dim() == 5) &&
+                            part.size(0) == first.size(0) &&
+                            part.sizes().slice(2).equals(first.sizes().slice(2));
+    if (!same_image || part.numel() == 0 || !isDenseFloat(part) ||
+        !isChannelsInnermost(part, part.size(1), part.numel() / (part.size(0) * part.size(1)))) {
+      return {};
+    }
+    channels.push_back(part.size(1));
+  }
+  return channels;
+}
+
+// DenseNet's layer input: its features concatenated along channels, normalized, activated. The
+// concatenation is written once, normalized into its place part by part (vec::affineRows on
+// each part's channel range of a block of pixels), and activated while in cache, where
+// aten::cat then batch_norm wrote and read it twice. Channels-last parts of one image size (what
+// passes/channels_last.cpp keeps between DenseNet's convolutions) into a channels-last result;
+// anything else concatenated first and normalized as srt::batch_norm_activation.
+void catBatchNormActivation(ProcessedNode& p, Activation activation) {
+  const c10::List<at::Tensor> parts = p.input(0).toTensorList();
+  const int64_t dim = p.input(1).toInt();
+  const BatchNormArguments arguments{tensorOrUndefined(p.input(2)), tensorOrUndefined(p.input(3)),
+                                     p.input(4).toTensor(),         p.input(5).toTensor(),
+                                     p.input(6).toDouble(),         kMomentum,
+                                     /*cudnn_enabled=*/false};
+  const std::vector<int64_t> part_channels = channelsLastParts(parts, dim);
+  int64_t channels = 0;
+  for (const int64_t c : part_channels) {
+    channels += c;
+  }
+  const auto fits = [&](const at::Tensor& t) {
+    return !t.defined() || isChannelVector(t, at::kFloat, channels);
+  };
+  if (part_channels.empty() || !fits(arguments.weight) || !fits(arguments.bias) ||
+      !isChannelVector(arguments.mean, at::kFloat, channels) ||
+      !isChannelVector(arguments.var, at::kFloat, channels)) {
+    normalizeBatch(p, at::cat(parts.vec(), dim), arguments, activation);
+    return;
+  }
+  float* scale = static_cast<float*>(p.scratch(2 * channels * sizeof(float)));
+  float* shift = scale + channels;
+  foldStatistics<float>(arguments.weight, arguments.bias, arguments.mean, arguments.var,
+                        arguments.eps, channels, scale, shift);
+  const at::Tensor first = parts.get(0);
+  std::vector<int64_t> sizes(first.sizes().begin(), first.sizes().end());
+  sizes[1] = channels;
+  at::Tensor& out = outputTensorLike(p, 0, first);
+  at::native::resize_(out, sizes,
+                      first.dim() == 5 ? at::MemoryFormat::ChannelsLast3d
+                                       : at::MemoryFormat::ChannelsLast);
+  const int64_t rows = out.numel() / channels; // pixels of every image
+  float* o = floatData(out);
+  std::vector<const float*> inputs;
+  for (const at::Tensor& part : parts.vec()) {
+    inputs.push_back(floatData(part));
+  }
+  const int64_t block_rows = std::max<int64_t>(1, kActivationBlockFloats / channels);
+  splitIfWorthIt(p.workers(), rows, block_rows,
+                 static_cast<double>(rows * channels) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t first_row = begin; first_row < end; first_row += block_rows) {
+                     const int64_t count = std::min(end, first_row + block_rows) - first_row;
+                     int64_t offset = 0;
+                     for (size_t i = 0; i < inputs.size(); ++i) {
+                       const int64_t c = part_channels[i];
+                       vec::affineRows(inputs[i] + first_row * c, c, scale + offset, shift + offset,
+                                       o + first_row * channels + offset, channels, count, c);
+                       offset += c;
+                     }
+                     activate(activation, o + first_row * channels, count * channels);
+                   }
+                 });
+}
+
+std::optional<KernelFunction> catBatchNormActivationFactory(const Node* node,
+                                                            const KernelOptions&) {
+  if (!node->matches(kCatBatchNormActivationSchema)) {
+    return std::nullopt;
+  }
+  const std::optional<Activation> activation = constantActivation(node->input(7));
+  if (!activation) {
+    return std::nullopt; // a run-time activation name: the JIT operator
+  }
+  return [activation = *activation](ProcessedNode& p) { catBatchNormActivation(p, activation); };
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(srt, m) {
   m.def(torch::schema(kBatchNormActivationSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         batchNormActivationReference);
+  m.def(torch::schema(kCatBatchNormActivationSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        catBatchNormActivationReference);
 }
 
 SRT_REGISTER_KERNEL("aten::batch_norm", kOutVariant, batchNorm);
 SRT_REGISTER_KERNEL("srt::batch_norm_activation", kOutVariant, batchNormActivationFactory);
+SRT_REGISTER_KERNEL("srt::cat_batch_norm_activation", kOutVariant, catBatchNormActivationFactory);
 
 } // namespace srt::ops

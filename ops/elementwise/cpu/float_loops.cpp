@@ -249,6 +249,22 @@ void scaleRowsLoop(const float* x, const float* scale, float* out, int64_t rows,
   }
 }
 
+void affineRowsLoop(const float* x, int64_t x_stride, const float* scale, const float* shift,
+                    float* out, int64_t out_stride, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * x_stride;
+    float* result = out + r * out_stride;
+    int64_t i = 0;
+    for (; i + Vec::size() <= n; i += Vec::size()) {
+      at::vec::fmadd(Vec::loadu(row + i), Vec::loadu(scale + i), Vec::loadu(shift + i))
+          .store(result + i);
+    }
+    for (; i < n; ++i) {
+      result[i] = row[i] * scale[i] + shift[i];
+    }
+  }
+}
+
 void sumRowsLoop(const float* x, int64_t rows, int64_t n, float* sums) {
   int64_t i = 0;
   // Four vectors of columns at a time: each row adds one load per accumulator.

@@ -298,8 +298,9 @@ TEST_F(ChannelsLastPass, StemOfSixteenChannelsReadsNchwItself) {
 }
 
 // DenseNet's dense block: a list of features, each layer's output appended to it, each layer
-// reading their concatenation through BatchNorm + ReLU. The concatenation of channels-last
-// features is channels last too, so no conversion runs before each layer's convolution; a list
+// reading their concatenation through BatchNorm + ReLU (one srt::cat_batch_norm_activation). The
+// concatenation of channels-last features is channels last too, so no conversion runs before
+// each layer's convolution; a list
 // that also holds an NCHW tensor (the caller's input) is concatenated NCHW and converted.
 TEST_F(ChannelsLastPass, ConcatenatedFeatureListsStayChannelsLast) {
   torch::jit::Module module("DenseBlock");
@@ -332,7 +333,7 @@ def forward(self, x):
   StaticModule prepared(module);
   // In: the input for the stem, the mixed list's concatenation; out: the two results.
   EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 4u) << prepared.graph();
-  EXPECT_EQ(countKind(prepared.graph(), "srt::batch_norm_activation"), 2u) << prepared.graph();
+  EXPECT_EQ(countKind(prepared.graph(), "srt::cat_batch_norm_activation"), 2u) << prepared.graph();
   expectMatchesJit(
       module, {{{torch::randn({1, 3, 10, 10})}, {}}, {{torch::randn({2, 3, 7, 9})}, {}}}, {}, 1e-4);
 }

@@ -1,5 +1,6 @@
 // softmax, log_softmax, layer_norm, eval-mode batch_norm and batch_norm + activation
 // (srt::batch_norm_activation) out-variant kernels against the JIT.
+#include "harness/pass_testing.h"
 #include "ops/op_test_helpers.h"
 
 namespace srt::testing {
@@ -182,6 +183,54 @@ TEST(BatchNormActivation, OtherReadersAndTrainingStayUnfused) {
   expectFallback(training, "aten::batch_norm");
   expectMatchesJit(training, {inputs({randnFloat({4, 3, 2}), randnFloat({3}), randnFloat({3})})},
                    1e-5);
+}
+
+// DenseNet's layer input: a list of features (built by append, as DenseNet builds it)
+// concatenated, normalized and activated as one srt::cat_batch_norm_activation, whose rank
+// query (BatchNorm2d's check) reads the fused result. Channels-last parts of one size (the fused loop, 4-D and 5-D,
+// one large enough to split over the threads), NCHW and mixed parts and other dims (concatenated
+// first), each twice; a concatenation read by another op stays a concatenation.
+TEST(CatBatchNormActivation, DenseNetsLayerInputMatchesTheJit) {
+  const std::string source = R"JIT(
+def forward(self, x, y, w, b, mean, var):
+    features = [x]
+    features.append(y)
+    z = torch.cat(features, 1)
+    return torch.relu(torch.batch_norm(z, w, b, mean, var, False, 0.1, 1e-5, False)), z.dim()
+)JIT";
+  StaticModule module(scriptModule(source));
+  EXPECT_EQ(countKind(module.graph(), "srt::cat_batch_norm_activation"), 1u) << module.graph();
+  EXPECT_EQ(countKind(module.graph(), "aten::cat"), 0u) << module.graph();
+  const auto args = [](const at::Tensor& x, const at::Tensor& y) {
+    std::vector<c10::IValue> result = batchNormArgs(torch::cat({x, y}, 1), at::kFloat);
+    result[0] = x;
+    result.insert(result.begin() + 1, y);
+    return inputs(result);
+  };
+  const auto cl = [](at::IntArrayRef shape) {
+    return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  const auto cl3d = [](at::IntArrayRef shape) {
+    return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast3d);
+  };
+  expectMatchesJit(source,
+                   {args(cl({2, 16, 5, 7}), cl({2, 8, 5, 7})),
+                    args(cl({1, 64, 56, 56}), cl({1, 32, 56, 56})),
+                    args(cl3d({1, 4, 3, 5, 6}), cl3d({1, 12, 3, 5, 6})),
+                    args(randnFloat({2, 3, 4, 5}), randnFloat({2, 5, 4, 5})),
+                    args(cl({1, 3, 4, 4}), randnFloat({1, 2, 4, 4})),
+                    args(randnFloat({2, 3, 7}), randnFloat({2, 4, 7}))},
+                   1e-4);
+  const std::string read_again = R"JIT(
+def forward(self, x, y, w, b, mean, var):
+    features = [x]
+    features.append(y)
+    z = torch.cat(features, 1)
+    return torch.relu(torch.batch_norm(z, w, b, mean, var, False, 0.1, 1e-5, False)), z
+)JIT";
+  StaticModule unfused(scriptModule(read_again));
+  EXPECT_EQ(countKind(unfused.graph(), "srt::cat_batch_norm_activation"), 0u) << unfused.graph();
+  expectMatchesJit(read_again, {args(cl({1, 16, 3, 3}), cl({1, 16, 3, 3}))}, 1e-4);
 }
 
 } // namespace
