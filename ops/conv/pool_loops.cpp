@@ -10,6 +10,10 @@ namespace srt::ops::pooling {
   void maxPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels,              \
                                   int64_t h_start, int64_t h_end, int64_t dilation_h,              \
                                   const WindowAxis& width, int64_t out_w, float* out_row);         \
+  void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels,              \
+                                  int64_t h_start, int64_t h_end, int64_t pool_h,                  \
+                                  const WindowAxis& width, const AverageDivisor& divisor,          \
+                                  int64_t out_w, float* out_row);                                  \
   }
 SRT_DECLARE_POOL_LOOPS(DEFAULT)
 SRT_DECLARE_POOL_LOOPS(AVX2)
@@ -29,7 +33,22 @@ MaxPoolRow maxPoolRowLoop() {
   return chosen;
 }
 
+using AvgPoolRow = decltype(&DEFAULT::avgPoolChannelsLastRowLoop);
+
+AvgPoolRow avgPoolRowLoop() {
+  static const AvgPoolRow chosen =
+      vec::widestOf(&DEFAULT::avgPoolChannelsLastRowLoop, &AVX2::avgPoolChannelsLastRowLoop,
+                    &AVX512::avgPoolChannelsLastRowLoop);
+  return chosen;
+}
+
 } // namespace
+
+void avgPoolChannelsLastRow(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
+                            int64_t h_end, int64_t pool_h, const WindowAxis& width,
+                            const AverageDivisor& divisor, int64_t out_w, float* out_row) {
+  avgPoolRowLoop()(image, in_w, channels, h_start, h_end, pool_h, width, divisor, out_w, out_row);
+}
 
 void maxPoolChannelsLastRow(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
                             int64_t h_end, int64_t dilation_h, const WindowAxis& width,

@@ -369,10 +369,77 @@ void adaptiveAvgPool2d(ProcessedNode& p) {
   at::cpu::adaptive_avg_pool2d_outf(self, output_size, out);
 }
 
+// avg_pool2d of channels-last float32 [N, C, H, W] (DenseNet's transitions, Inception's pooling
+// branches between channels-last convolutions) on the separable row loop
+// (ops/conv/pool_loops.h), output rows split over the threads. False for anything else, and for
+// arguments ATen rejects, which its kernel then reports.
+bool avgPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
+  if (self.scalar_type() != at::kFloat || self.dim() != 4 ||
+      !self.is_contiguous(at::MemoryFormat::ChannelsLast) || self.is_contiguous()) {
+    return false;
+  }
+  const at::DimVector kernel = p.input(1).toDimVector();
+  const at::DimVector stride = p.input(2).toDimVector();
+  const at::DimVector padding = p.input(3).toDimVector();
+  const bool ceil_mode = p.input(4).toBool();
+  const c10::optional<int64_t> divisor_override = p.input(6).toOptional<int64_t>();
+  if (kernel.empty() || kernel.size() > 2 || stride.size() > 2 || padding.empty() ||
+      padding.size() > 2 || (divisor_override && *divisor_override == 0)) {
+    return false;
+  }
+  const int64_t kernel_h = pair(kernel, 0, 0);
+  const int64_t kernel_w = pair(kernel, 1, 0);
+  const int64_t stride_h = pair(stride, 0, kernel_h);
+  const int64_t stride_w = pair(stride, 1, kernel_w);
+  const int64_t pad_h = pair(padding, 0, 0);
+  const int64_t pad_w = pair(padding, 1, 0);
+  const int64_t channels = self.size(1);
+  if (kernel_h <= 0 || kernel_w <= 0 || stride_h <= 0 || stride_w <= 0 ||
+      channels * kernel_w > pooling::kMaxSeparableRowFloats) {
+    return false;
+  }
+  const int64_t batch = self.size(0);
+  const int64_t in_h = self.size(2);
+  const int64_t in_w = self.size(3);
+  const int64_t out_h =
+      at::native::pooling_output_shape<int64_t>(in_h, kernel_h, pad_h, stride_h, 1, ceil_mode);
+  const int64_t out_w =
+      at::native::pooling_output_shape<int64_t>(in_w, kernel_w, pad_w, stride_w, 1, ceil_mode);
+  at::native::pool2d_shape_check(self, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, 1, 1,
+                                 channels, in_h, in_w, out_h, out_w,
+                                 at::MemoryFormat::ChannelsLast);
+  at::Tensor& out = outputTensorLike(p, 0, self);
+  at::native::resize_(out, {batch, channels, out_h, out_w}, at::MemoryFormat::ChannelsLast);
+  const pooling::AverageDivisor divisor{p.input(5).toBool(), divisor_override.value_or(0)};
+  const float* in = self.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  const int64_t rows = batch * out_h;
+  const int64_t reads_per_row = std::max<int64_t>(1, in_w * kernel_h * channels);
+  splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
+                 static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   const pooling::WindowAxis width{kernel_w, stride_w, pad_w, 1};
+                   for (int64_t row = begin; row < end; ++row) {
+                     const int64_t n = row / out_h;
+                     const int64_t oy = row % out_h;
+                     const int64_t first = oy * stride_h - pad_h;
+                     const int64_t last = std::min(first + kernel_h, in_h + pad_h);
+                     pooling::avgPoolChannelsLastRow(
+                         in + n * in_h * in_w * channels, in_w, channels,
+                         std::max<int64_t>(first, 0), std::min(last, in_h), last - first, width,
+                         divisor, out_w, o + (n * out_h + oy) * out_w * channels);
+                   }
+                 });
+  return true;
+}
+
 // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-// DenseNet's transitions, Inception's pooling branches. ATen's kernel into the reused output.
+// channels last on our loop, anything else ATen's kernel into the reused output.
 void avgPool2d(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
+  if (avgPool2dChannelsLastFloat(p, self)) {
+    return;
+  }
   at::cpu::avg_pool2d_outf(self, p.input(1).toDimVector(), p.input(2).toDimVector(),
                            p.input(3).toDimVector(), p.input(4).toBool(), p.input(5).toBool(),
                            p.input(6).toOptional<int64_t>(), outputTensorLike(p, 0, self));

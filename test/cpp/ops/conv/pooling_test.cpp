@@ -162,7 +162,7 @@ def forward(self, x):
 }
 
 // DenseNet's transitions (2x2, stride 2), Inception's branches (3x3, stride 1, padded) and the
-// rarer arguments.
+// rarer arguments (ceil mode without the padding counted, a divisor override).
 TEST(ConvPool, AvgPool2d) {
   const char* source = R"JIT(
 def forward(self, x):
@@ -170,9 +170,17 @@ def forward(self, x):
             torch.avg_pool2d(x, [3, 3], [2, 2], [1, 1], True, False),
             torch.avg_pool2d(x, [2, 2], [1, 1], [0, 0], False, True, 3))
 )JIT";
+  // Channels last (our separable loop): few channels, a vector tail (37), rows pooled in chunks
+  // (96 x 130), a batch; and the rest through ATen's kernel.
+  const auto channels_last = [](at::IntArrayRef shape) {
+    return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
+  };
   expectMatchesJit(source, {{{torch::randn({1, 3, 8, 8})}},
                             {{torch::randn({2, 4, 5, 7})}},
                             {{torch::randn({2, 6, 6, 3}).permute({0, 3, 1, 2})}},
+                            {{channels_last({1, 37, 9, 11})}},
+                            {{channels_last({1, 96, 9, 130})}},
+                            {{channels_last({2, 64, 7, 7})}},
                             {{torch::randn({3, 4, 4}, torch::kFloat64)}}});
   expectKinds(source, {{"aten::avg_pool2d", KernelKind::kOutVariant}});
 }
