@@ -46,6 +46,23 @@ void maxPoolWindows(const float* image, int64_t in_w, int64_t channels, int64_t 
 // Column maxima or sums of a chunk of output columns, in L1 while the window's rows stream by.
 constexpr int64_t kColumnFloats = kMaxSeparableRowFloats;
 
+// A row's output columns in chunks whose windows' input columns fit kColumnFloats:
+// body(ox0, ox1, x0, x1) for the output columns [ox0, ox1), whose windows read the input columns
+// [x0, x1).
+template <typename Body>
+void forEachColumnChunk(int64_t in_w, int64_t channels, const WindowAxis& width, int64_t out_w,
+                        const Body& body) {
+  // (chunk - 1) * stride + kernel input columns of `channels` each.
+  const int64_t chunk =
+      std::max<int64_t>(1, (kColumnFloats / channels - width.kernel) / width.stride + 1);
+  for (int64_t ox0 = 0; ox0 < out_w; ox0 += chunk) {
+    const int64_t ox1 = std::min(out_w, ox0 + chunk);
+    const int64_t x0 = std::max<int64_t>(0, ox0 * width.stride - width.pad);
+    const int64_t x1 = std::min(in_w, (ox1 - 1) * width.stride - width.pad + width.kernel);
+    body(ox0, ox1, x0, std::max(x0, x1));
+  }
+}
+
 // Undilated windows, separably: the max over the window's rows of each input column the chunk's
 // windows cover (contiguous columns of channels, one vector loop), then each output pixel's max
 // over its window's columns. A 3x3 window costs 2 + 2 / stride maxima a channel vector, not 8,
@@ -57,38 +74,33 @@ void maxPoolSeparable(const float* image, int64_t in_w, int64_t channels, int64_
   constexpr int64_t kWidth = Vec::size();
   alignas(64) float columns[kColumnFloats];
   const int64_t row_floats = in_w * channels;
-  // Output columns whose windows' (chunk - 1) * stride + kernel input columns fit the buffer.
-  const int64_t chunk =
-      std::max<int64_t>(1, (kColumnFloats / channels - width.kernel) / width.stride + 1);
-  for (int64_t ox0 = 0; ox0 < out_w; ox0 += chunk) {
-    const int64_t ox1 = std::min(out_w, ox0 + chunk);
-    const int64_t x0 = std::max<int64_t>(0, ox0 * width.stride - width.pad);
-    const int64_t x1 = std::min(in_w, (ox1 - 1) * width.stride - width.pad + width.kernel);
-    const int64_t n = (x1 - x0) * channels;
-    const float* top = image + h_start * row_floats + x0 * channels;
-    for (int64_t i = 0; i < n; i += kWidth) {
-      const int64_t count = std::min(kWidth, n - i);
-      Vec acc = loadUpTo(top + i, count);
-      for (int64_t y = 1; y < h_end - h_start; ++y) {
-        acc = at::vec::maximum(acc, loadUpTo(top + y * row_floats + i, count));
-      }
-      storeUpTo(acc, columns + i, count);
-    }
-    for (int64_t ox = ox0; ox < ox1; ++ox) {
-      const int64_t w_start = std::max<int64_t>(0, ox * width.stride - width.pad);
-      const int64_t w_end = std::min(in_w, ox * width.stride - width.pad + width.kernel);
-      const float* first = columns + (w_start - x0) * channels;
-      float* result = out_row + ox * channels;
-      for (int64_t c = 0; c < channels; c += kWidth) {
-        const int64_t count = std::min(kWidth, channels - c);
-        Vec acc = loadUpTo(first + c, count);
-        for (int64_t x = 1; x < w_end - w_start; ++x) {
-          acc = at::vec::maximum(acc, loadUpTo(first + x * channels + c, count));
+  forEachColumnChunk(
+      in_w, channels, width, out_w, [&](int64_t ox0, int64_t ox1, int64_t x0, int64_t x1) {
+        const int64_t n = (x1 - x0) * channels;
+        const float* top = image + h_start * row_floats + x0 * channels;
+        for (int64_t i = 0; i < n; i += kWidth) {
+          const int64_t count = std::min(kWidth, n - i);
+          Vec acc = loadUpTo(top + i, count);
+          for (int64_t y = 1; y < h_end - h_start; ++y) {
+            acc = at::vec::maximum(acc, loadUpTo(top + y * row_floats + i, count));
+          }
+          storeUpTo(acc, columns + i, count);
         }
-        storeUpTo(acc, result + c, count);
-      }
-    }
-  }
+        for (int64_t ox = ox0; ox < ox1; ++ox) {
+          const int64_t w_start = std::max<int64_t>(0, ox * width.stride - width.pad);
+          const int64_t w_end = std::min(in_w, ox * width.stride - width.pad + width.kernel);
+          const float* first = columns + (w_start - x0) * channels;
+          float* result = out_row + ox * channels;
+          for (int64_t c = 0; c < channels; c += kWidth) {
+            const int64_t count = std::min(kWidth, channels - c);
+            Vec acc = loadUpTo(first + c, count);
+            for (int64_t x = 1; x < w_end - w_start; ++x) {
+              acc = at::vec::maximum(acc, loadUpTo(first + x * channels + c, count));
+            }
+            storeUpTo(acc, result + c, count);
+          }
+        }
+      });
 }
 
 // Average pooling, separably as max pooling above: the column sums of a chunk of the row's
@@ -101,43 +113,40 @@ void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channe
   constexpr int64_t kWidth = Vec::size();
   alignas(64) float columns[kColumnFloats];
   const int64_t row_floats = in_w * channels;
-  const int64_t chunk =
-      std::max<int64_t>(1, (kColumnFloats / channels - width.kernel) / width.stride + 1);
-  for (int64_t ox0 = 0; ox0 < out_w; ox0 += chunk) {
-    const int64_t ox1 = std::min(out_w, ox0 + chunk);
-    const int64_t x0 = std::max<int64_t>(0, ox0 * width.stride - width.pad);
-    const int64_t x1 = std::min(in_w, (ox1 - 1) * width.stride - width.pad + width.kernel);
-    const int64_t n = std::max<int64_t>(0, x1 - x0) * channels;
-    const float* top = image + h_start * row_floats + x0 * channels;
-    for (int64_t i = 0; i < n; i += kWidth) {
-      const int64_t count = std::min(kWidth, n - i);
-      Vec sum(0.f);
-      for (int64_t y = 0; y < h_end - h_start; ++y) {
-        sum = sum + loadUpTo(top + y * row_floats + i, count);
-      }
-      storeUpTo(sum, columns + i, count);
-    }
-    for (int64_t ox = ox0; ox < ox1; ++ox) {
-      const int64_t w_first = ox * width.stride - width.pad;
-      const int64_t w_last = std::min(w_first + width.kernel, in_w + width.pad); // exclusive
-      const int64_t w_start = std::max<int64_t>(0, w_first);
-      const int64_t w_end = std::min(in_w, w_last);
-      const int64_t factor = divisor.override_divisor != 0 ? divisor.override_divisor
-                             : divisor.count_include_pad   ? pool_h * (w_last - w_first)
-                                                           : (h_end - h_start) * (w_end - w_start);
-      const Vec divide(static_cast<float>(factor));
-      const float* first = columns + (w_start - x0) * channels;
-      float* result = out_row + ox * channels;
-      for (int64_t c = 0; c < channels; c += kWidth) {
-        const int64_t count = std::min(kWidth, channels - c);
-        Vec sum(0.f);
-        for (int64_t x = 0; x < w_end - w_start; ++x) {
-          sum = sum + loadUpTo(first + x * channels + c, count);
+  forEachColumnChunk(
+      in_w, channels, width, out_w, [&](int64_t ox0, int64_t ox1, int64_t x0, int64_t x1) {
+        const int64_t n = (x1 - x0) * channels;
+        const float* top = image + h_start * row_floats + x0 * channels;
+        for (int64_t i = 0; i < n; i += kWidth) {
+          const int64_t count = std::min(kWidth, n - i);
+          Vec sum(0.f);
+          for (int64_t y = 0; y < h_end - h_start; ++y) {
+            sum = sum + loadUpTo(top + y * row_floats + i, count);
+          }
+          storeUpTo(sum, columns + i, count);
         }
-        storeUpTo(sum / divide, result + c, count);
-      }
-    }
-  }
+        for (int64_t ox = ox0; ox < ox1; ++ox) {
+          const int64_t w_first = ox * width.stride - width.pad;
+          const int64_t w_last = std::min(w_first + width.kernel, in_w + width.pad); // exclusive
+          const int64_t w_start = std::max<int64_t>(0, w_first);
+          const int64_t w_end = std::min(in_w, w_last);
+          const int64_t factor = divisor.override_divisor != 0 ? divisor.override_divisor
+                                 : divisor.count_include_pad
+                                     ? pool_h * (w_last - w_first)
+                                     : (h_end - h_start) * (w_end - w_start);
+          const Vec divide(static_cast<float>(factor));
+          const float* first = columns + (w_start - x0) * channels;
+          float* result = out_row + ox * channels;
+          for (int64_t c = 0; c < channels; c += kWidth) {
+            const int64_t count = std::min(kWidth, channels - c);
+            Vec sum(0.f);
+            for (int64_t x = 0; x < w_end - w_start; ++x) {
+              sum = sum + loadUpTo(first + x * channels + c, count);
+            }
+            storeUpTo(sum / divide, result + c, count);
+          }
+        }
+      });
 }
 
 void maxPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
