@@ -46,6 +46,26 @@ void maxPoolWindows(const float* image, int64_t in_w, int64_t channels, int64_t 
 // Column maxima or sums of a chunk of output columns, in L1 while the window's rows stream by.
 constexpr int64_t kColumnFloats = kMaxSeparableRowFloats;
 
+// combine() over `items` vectors of `count` floats, `stride` floats apart from `first` (a window's
+// rows of one column chunk, or its columns of one channel vector); zero for no items.
+template <typename Combine>
+inline Vec reduceStrided(const float* first, int64_t stride, int64_t items, int64_t count,
+                         const Combine& combine) {
+  if (items == 0) {
+    return Vec(0.f);
+  }
+  Vec acc = loadUpTo(first, count);
+  for (int64_t k = 1; k < items; ++k) {
+    acc = combine(acc, loadUpTo(first + k * stride, count));
+  }
+  return acc;
+}
+
+// Function objects, not functions, so that reduceStrided inlines them.
+// maximum() propagates NaN, as ATen's pooling does.
+constexpr auto nanMax = [](const Vec& a, const Vec& b) { return at::vec::maximum(a, b); };
+constexpr auto add = [](const Vec& a, const Vec& b) { return a + b; };
+
 // A row's output columns in chunks whose windows' input columns fit kColumnFloats:
 // body(ox0, ox1, x0, x1) for the output columns [ox0, ox1), whose windows read the input columns
 // [x0, x1).
@@ -80,11 +100,8 @@ void maxPoolSeparable(const float* image, int64_t in_w, int64_t channels, int64_
         const float* top = image + h_start * row_floats + x0 * channels;
         for (int64_t i = 0; i < n; i += kWidth) {
           const int64_t count = std::min(kWidth, n - i);
-          Vec acc = loadUpTo(top + i, count);
-          for (int64_t y = 1; y < h_end - h_start; ++y) {
-            acc = at::vec::maximum(acc, loadUpTo(top + y * row_floats + i, count));
-          }
-          storeUpTo(acc, columns + i, count);
+          storeUpTo(reduceStrided(top + i, row_floats, h_end - h_start, count, nanMax), columns + i,
+                    count);
         }
         for (int64_t ox = ox0; ox < ox1; ++ox) {
           const int64_t w_start = std::max<int64_t>(0, ox * width.stride - width.pad);
@@ -93,11 +110,8 @@ void maxPoolSeparable(const float* image, int64_t in_w, int64_t channels, int64_
           float* result = out_row + ox * channels;
           for (int64_t c = 0; c < channels; c += kWidth) {
             const int64_t count = std::min(kWidth, channels - c);
-            Vec acc = loadUpTo(first + c, count);
-            for (int64_t x = 1; x < w_end - w_start; ++x) {
-              acc = at::vec::maximum(acc, loadUpTo(first + x * channels + c, count));
-            }
-            storeUpTo(acc, result + c, count);
+            storeUpTo(reduceStrided(first + c, channels, w_end - w_start, count, nanMax),
+                      result + c, count);
           }
         }
       });
@@ -119,11 +133,8 @@ void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channe
         const float* top = image + h_start * row_floats + x0 * channels;
         for (int64_t i = 0; i < n; i += kWidth) {
           const int64_t count = std::min(kWidth, n - i);
-          Vec sum(0.f);
-          for (int64_t y = 0; y < h_end - h_start; ++y) {
-            sum = sum + loadUpTo(top + y * row_floats + i, count);
-          }
-          storeUpTo(sum, columns + i, count);
+          storeUpTo(reduceStrided(top + i, row_floats, h_end - h_start, count, add), columns + i,
+                    count);
         }
         for (int64_t ox = ox0; ox < ox1; ++ox) {
           const int64_t w_first = ox * width.stride - width.pad;
@@ -139,11 +150,8 @@ void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channe
           float* result = out_row + ox * channels;
           for (int64_t c = 0; c < channels; c += kWidth) {
             const int64_t count = std::min(kWidth, channels - c);
-            Vec sum(0.f);
-            for (int64_t x = 0; x < w_end - w_start; ++x) {
-              sum = sum + loadUpTo(first + x * channels + c, count);
-            }
-            storeUpTo(sum / divide, result + c, count);
+            storeUpTo(reduceStrided(first + c, channels, w_end - w_start, count, add) / divide,
+                      result + c, count);
           }
         }
       });

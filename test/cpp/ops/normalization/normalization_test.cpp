@@ -187,9 +187,9 @@ TEST(BatchNormActivation, OtherReadersAndTrainingStayUnfused) {
 
 // DenseNet's layer input: a list of features (built by append, as DenseNet builds it)
 // concatenated, normalized and activated as one srt::cat_batch_norm_activation, whose rank
-// query (BatchNorm2d's check) reads the fused result. Channels-last parts of one size (the fused loop, 4-D and 5-D,
-// one large enough to split over the threads), NCHW and mixed parts and other dims (concatenated
-// first), each twice; a concatenation read by another op stays a concatenation.
+// query (BatchNorm2d's check) reads the fused result. Channels-last parts of one size (the fused
+// loop, 4-D and 5-D, one large enough to split over the threads), NCHW and mixed parts and other
+// dims (concatenated first), each twice; a concatenation read by another op stays a concatenation.
 TEST(CatBatchNormActivation, DenseNetsLayerInputMatchesTheJit) {
   const std::string source = R"JIT(
 def forward(self, x, y, w, b, mean, var):
