@@ -98,11 +98,13 @@ bool blockedLayoutSuits(const OneDnnConvWeight& packed);
 //    better (mobilenet_v2's on an AMD EPYC, Zen 4, 1 thread: the 1x1 16 -> 96 at 112x112 429
 //    against 660 us, its 3x3 depthwise 144-channel at 56x56 212 against 278), and Winograd ones
 //    (oneDNN's Winograd reads and writes blocked tensors only);
-//  - kLevel: other dense ones of at most 128 channels: they keep a chain blocked but do not make
-//    one worth it. A chain of them alone, the small CNN's 3x3s (3 -> 16 -> 32 -> 64, strides 1,
-//    2, 2, 64x64 images), ran 8% slower blocked than channels last at 1 thread and 15% at 2
-//    (Intel Xeon, interleaved): brgconv's channels-last kernel suits strided convolutions of few
-//    channels better than the blocked jit kernel (46-51 against 55-58 us each);
+//  - kLevel: grouped ones (as fast on either layout: a RegNet's or ResNeXt's, whose chains of 1x1s
+//    they would otherwise split), and other dense ones of at most 128 channels: they keep a chain
+//    blocked but do not make one worth it. A chain of dense ones alone, the small CNN's 3x3s (3 ->
+//    16 -> 32 -> 64, strides 1, 2, 2, 64x64 images), ran 8% slower blocked than channels last at 1
+//    thread and 15% at 2 (Intel Xeon, interleaved): brgconv's channels-last kernel suits strided
+//    convolutions of few channels better than the blocked jit kernel (46-51 against 55-58 us
+//    each);
 //  - kNone: the compute-bound 3x3 of 256 and 512 channels, where brgconv's channels-last kernel is
 //    4-10% faster (resnet18's layer3 and layer4 at batch 1).
 enum class BlockedLayoutGain { kNone, kLevel, kFaster };

@@ -284,9 +284,9 @@ TEST(BlockedLayout, JitReferencesMatch) {
 TEST(BlockedLayout, APlainTensorReadTwiceIsConvertedOnce) {
   torch::jit::Module module("PooledResidual");
   module.register_parameter("stem", convWeight(32, 3, 3), false);
-  module.register_parameter("expand", convWeight(64, 32, 1), false);
+  module.register_parameter("expand", convWeight(160, 32, 1), false);
   module.register_parameter("dw", convWeight(64, 1, 3), false);
-  module.register_parameter("project", convWeight(32, 64, 1), false);
+  module.register_parameter("project", convWeight(32, 160, 1), false);
   module.define(R"JIT(
 def forward(self, x):
     p = torch.max_pool2d(torch.relu(torch.conv2d(x, self.stem, None, 2, 1)), 3, 2, 1)
@@ -316,6 +316,47 @@ def forward(self, x):
     options.workers = IntraOpWorkers::kOwn;
     expectRuntimeMatchesJit(module, {x}, {}, options, 1e-4);
   }
+}
+
+// A RegNet's Y block: 1x1, grouped 3x3 (160 channels in groups of 16), squeeze-excitation, 1x1 +
+// residual, then 1x1 and a strided grouped 3x3 (groups of 32). The grouped convolutions, wider
+// than the dense ones a chain takes, join the 1x1s' chain: no conversion but the input's and the
+// outputs'. Matches the JIT on one thread, two own workers and
+// two OpenMP threads, on an optimized oneDNN kernel.
+TEST(BlockedLayout, GroupedConvolutionsStayInTheChain) {
+  torch::jit::Module module("RegNetBlock");
+  module.register_parameter("expand", convWeight(160, 32, 1), false);
+  module.register_parameter("grouped", convWeight(160, 16, 3), false);
+  module.register_parameter("squeeze", convWeight(8, 160, 1), false);
+  module.register_parameter("excite", convWeight(160, 8, 1), false);
+  module.register_parameter("project", convWeight(32, 160, 1), false);
+  module.register_parameter("down", convWeight(160, 32, 3), false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.expand))
+    b = torch.relu(torch.conv2d(a, self.grouped, None, 1, 1, 1, 10))
+    s = torch.sigmoid(torch.conv2d(torch.relu(torch.conv2d(torch.adaptive_avg_pool2d(b, 1), self.squeeze)), self.excite))
+    c = torch.relu(torch.conv2d(b * s, self.project) + x)
+    d = torch.relu(torch.conv2d(torch.relu(torch.conv2d(c, self.expand)), self.down, None, 2, 1, 1, 5))
+    return torch.flatten(torch.adaptive_avg_pool2d(d, 1), 1), d
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  const torch::jit::Graph& graph = built.graph();
+  EXPECT_EQ(countOp(graph, "srt::packed_conv2d"), 0u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::scaled_packed_conv2d"), 0u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::to_blocked"), 1u)
+      << graph; // x, read by the first and the residual
+  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 2u) << graph; // the two outputs
+  std::vector<InputSet> inputs = {{{torch::randn({1, 32, 20, 18})}, {}},
+                                  {{torch::randn({2, 32, 15, 16})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  expectTwoThreadsMatchJit(module, built, inputs);
+  StaticRuntime runtime(built);
+  const at::Tensor x = torch::randn({1, 32, 14, 14});
+  runtime({x}); // builds the primitives
+  const std::string log = oneDnnLog([&] { runtime({x}); });
+  EXPECT_EQ(log.find("convolution,ref"), std::string::npos) << log;
 }
 
 // Two convolutions are no chain; a 3x3 of 256 channels is left to brgconv's channels-last kernel.
