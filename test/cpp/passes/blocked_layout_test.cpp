@@ -284,9 +284,9 @@ TEST(BlockedLayout, JitReferencesMatch) {
 TEST(BlockedLayout, APlainTensorReadTwiceIsConvertedOnce) {
   torch::jit::Module module("PooledResidual");
   module.register_parameter("stem", convWeight(32, 3, 3), false);
-  module.register_parameter("expand", convWeight(160, 32, 1), false);
+  module.register_parameter("expand", convWeight(64, 32, 1), false);
   module.register_parameter("dw", convWeight(64, 1, 3), false);
-  module.register_parameter("project", convWeight(32, 160, 1), false);
+  module.register_parameter("project", convWeight(32, 64, 1), false);
   module.define(R"JIT(
 def forward(self, x):
     p = torch.max_pool2d(torch.relu(torch.conv2d(x, self.stem, None, 2, 1)), 3, 2, 1)
@@ -321,8 +321,8 @@ def forward(self, x):
 // A RegNet's Y block: 1x1, grouped 3x3 (160 channels in groups of 16), squeeze-excitation, 1x1 +
 // residual, then 1x1 and a strided grouped 3x3 (groups of 32). The grouped convolutions, wider
 // than the dense ones a chain takes, join the 1x1s' chain: no conversion but the input's and the
-// outputs'. Matches the JIT on one thread, two own workers and
-// two OpenMP threads, on an optimized oneDNN kernel.
+// outputs'. Matches the JIT on one thread, two own workers and two OpenMP threads, on an
+// optimized oneDNN kernel.
 TEST(BlockedLayout, GroupedConvolutionsStayInTheChain) {
   torch::jit::Module module("RegNetBlock");
   module.register_parameter("expand", convWeight(160, 32, 1), false);
