@@ -72,6 +72,9 @@ struct SharedLayouts {
   // Its slices by input channels [first, second) (inputChannelSlice), each repacked once.
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::shared_ptr<const OneDnnConvWeight>>>
       input_slices;
+  // A Winograd weight's slices by output channels (winogradOutputSlice), each packed once.
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::shared_ptr<const OneDnnConvWeight>>>
+      winograd_output_slices;
 };
 
 struct OneDnnConvWeight {
@@ -383,11 +386,22 @@ RepresentativeImage representativeImage(const OneDnnConvWeight& w) {
 
 // The primitive of `algorithm` on the representative image, weights in `weights` (may be format
 // any). Throws dnnl::error when oneDNN has no such convolution.
+//
+// oneDNN's Winograd also picks its weight layout by the OpenMP thread count the primitive is
+// created with (64 -> 128 channels at 32x32: output blocks paired on two threads, not on one):
+// a weight packed on one count could not be read back on another (the direct fallback's repack
+// threw). So Winograd's representative is always one thread's, the count the pieces of one
+// image on the runtime's own workers and one-thread runtimes run with; a whole image on more
+// OpenMP threads whose primitive wants another layout runs direct.
 dnnl::primitive_desc
 representativePrimitive(const OneDnnConvWeight& w, const memory::desc& weights,
                         const dnnl::primitive_attr& attr, ConvAlgorithm algorithm,
                         memory::format_tag activations = memory::format_tag::any,
                         memory::format_tag input = memory::format_tag::any) {
+  std::optional<OneDnnThreads> one_thread;
+  if (algorithm == ConvAlgorithm::kWinograd) {
+    one_thread.emplace(/*multiply_adds=*/0, /*most=*/1);
+  }
   const int dims = w.arguments.spatial_dims;
   const RepresentativeImage image = representativeImage(w);
   const memory::desc src(activationDims(1, w.in_channels, image.side, dims), w.multiply,
@@ -415,6 +429,8 @@ memory::desc preferredWeightDesc(const OneDnnConvWeight& w, const dnnl::primitiv
 // overlap, so one run reads up to 100 channels. Exact but for the rounding of the tile
 // transforms (a few ulp).
 at::Tensor unpackWinogradWeight(const OneDnnConvWeight& w) {
+  // The primitive runs on the thread count it was created for (representativePrimitive's).
+  const OneDnnThreads one_thread(/*multiply_adds=*/0, /*most=*/1);
   const int64_t ic = w.in_channels;
   const int64_t oc = w.out_channels;
   const RepresentativeImage image = representativeImage(w);
@@ -1194,6 +1210,45 @@ std::shared_ptr<const OneDnnConvWeight> inputChannelSlice(const OneDnnConvWeight
   return slice;
 }
 
+// `w`, a Winograd weight, restricted to output channels [begin, end): a Winograd layout has no
+// slices to view, so its plain weight's slice is packed for Winograd again, once, kept in the
+// whole's SharedLayouts for every runtime (the layer's weight held twice while runtimes split
+// one image so: resnet18 6.3 MB more). nullptr where oneDNN has no Winograd for the slice.
+std::shared_ptr<const OneDnnConvWeight> winogradOutputSlice(const OneDnnConvWeight& w,
+                                                            int64_t begin, int64_t end) {
+  const auto range = std::make_pair(begin, end);
+  const auto find = [&]() -> std::shared_ptr<const OneDnnConvWeight> {
+    for (const auto& [slice_range, slice] : w.shared.winograd_output_slices) {
+      if (slice_range == range) {
+        return slice;
+      }
+    }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lock(w.shared.mutex);
+    if (auto slice = find()) {
+      return slice;
+    }
+  }
+  const at::Tensor weight = plainWeight(w).narrow(0, begin, end - begin).contiguous();
+  const at::Tensor bias =
+      w.bias.defined() ? w.bias.narrow(0, begin, end - begin).contiguous() : at::Tensor();
+  const auto direct = packConvWeight(weight, bias, w.arguments);
+  std::shared_ptr<const OneDnnConvWeight> packed;
+  try {
+    packed = direct ? packForWinograd(*direct) : nullptr;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  if (auto slice = find()) { // another runtime packed it meanwhile
+    return slice;
+  }
+  w.shared.winograd_output_slices.emplace_back(range, packed);
+  return packed;
+}
+
 // How many pieces the runtime's own workers run a convolution of `key` in: one per thread where
 // its activations are channels-last float32 ones (so that slabs are contiguous), or an NCHW input
 // into a channels-last output (a stem: by images, or one image's rows, each piece copying its
@@ -1201,16 +1256,17 @@ std::shared_ptr<const OneDnnConvWeight> inputChannelSlice(const OneDnnConvWeight
 // and it has a dim to split; else 0 (one primitive, on OpenMP's threads).
 int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_adds,
               const WorkerPool& workers) {
-  // Winograd splits by whole images only, which read its weight as it is (buildBlockedPieces).
-  // Slabs of one image's rows would too for F(4x4, 3x3) (oneDNN keeps that layout for any
-  // height), but ran slower than the whole image on OpenMP's two threads even where those sleep
-  // between regions (resnet18's 128-channel layers at 28x28: 460-510 against 440-470 us a node,
-  // OMP_WAIT_POLICY=PASSIVE, AMD EPYC, Zen 5): each slab reads all of the 2.3 MB weight, which in
-  // a model comes from memory (604 us a node cold against 351 hot on one thread, in a probe). A
-  // 64-channel F(2x2, 3x3) slab, padded on one side, is F(4x4, 3x3) to oneDNN, another layout.
-  const bool winograd_images =
-      w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked && key.batch >= workers.threads();
-  if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_images) || w.arguments.transposed ||
+  // Winograd splits by whole images, which read its weight as it is, or one image by blocks of
+  // output channels, each piece its own Winograd weight (winogradOutputSlice) and reading the
+  // whole input. One image on OpenMP's threads ran slower, and far slower where they sleep
+  // between regions: resnet18's 128-channel layers at 28x28 343-362 us a node at 2 threads,
+  // 500-600 with OMP_WAIT_POLICY=PASSIVE, where half of the output channels take 205 us on one
+  // thread with the weight hot and 275 cold (AMD EPYC, Zen 5). Slabs of rows ran slower still
+  // (460-510 us under PASSIVE): each slab reads all of the 2.3 MB weight, which in a model comes
+  // from memory (604 us a node cold against 351 hot on one thread, in a probe).
+  const bool winograd_pieces = w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked &&
+                               (key.batch >= workers.threads() || key.src_blocked);
+  if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_pieces) || w.arguments.transposed ||
       !(key.channels_last || key.dst_blocked || key.plain_into_channels_last) ||
       w.multiply != kF32 ||
       !worthSplittingOver(workers,
@@ -1484,7 +1540,12 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
       piece.dst_offset = static_cast<size_t>(begin) * dst_image;
     } else {
       const auto [begin, end] = blockRange(w.out_channels, k, key.pieces);
-      piece.weight = outputChannelSlice(w, begin, end);
+      piece.weight = w.algorithm == ConvAlgorithm::kWinograd ? winogradOutputSlice(w, begin, end)
+                                                             : outputChannelSlice(w, begin, end);
+      if (!piece.weight) {
+        state.pieces.clear();
+        return;
+      }
       weight = piece.weight.get();
       shape.dst[1] = end - begin;
       const size_t plane = static_cast<size_t>(whole.dst[2] * whole.dst[3]) * sizeof(float);

@@ -12,6 +12,7 @@
 
 #include "harness/conv_weights.h"
 #include "harness/differential.h"
+#include "harness/onednn_log.h"
 #include "harness/pass_testing.h"
 #include "ops/conv/packed_conv.h"
 #include "passes/graph_passes.h"
@@ -145,7 +146,7 @@ TEST(ConvWinograd, KernelsMatchJit) {
 
 // On the runtime's own workers (2 threads), a batch splits into ranges of images, each run
 // image by image on the one Winograd weight: 3 images (pieces of 1 and 2), 8, and a single
-// image (one primitive on OpenMP's threads), each twice, the residual per image.
+// image (by output channel blocks, below), each twice, the residual per image.
 TEST(ConvWinograd, ImagesSplitOverOwnWorkersMatchJit) {
   SKIP_WITHOUT_WINOGRAD();
   RuntimeOptions options;
@@ -156,6 +157,51 @@ TEST(ConvWinograd, ImagesSplitOverOwnWorkersMatchJit) {
     inputs.push_back(torch::randn({batch, 64, 14, 18}));
   }
   expectRuntimeMatchesJit(winogradModule(), inputs, {}, options, 1e-4);
+}
+
+// One image on the runtime's own workers splits by blocks of output channels, each piece a
+// Winograd convolution of its own weight slice (128 -> 64 of the shared 128-channel weight, in
+// oneDNN's log) reading the whole input, its residual slice added; two shapes, twice each.
+TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::jit::Module module = winogradModule();
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOwn;
+  expectRuntimeMatchesJit(module, {torch::randn({1, 64, 28, 28}), torch::randn({1, 64, 13, 17})},
+                          {}, options, 1e-4);
+  StaticModule built(module);
+  StaticRuntime runtime(built, options);
+  const at::Tensor x = torch::randn({1, 64, 28, 28});
+  runtime({x}); // builds the primitives
+  const std::string log = oneDnnLog([&] { runtime({x}); });
+  EXPECT_NE(log.find("ic128oc64_ih28"), std::string::npos) << log;
+  EXPECT_NE(log.find("wino"), std::string::npos) << log;
+}
+
+// oneDNN's Winograd picks its weight layout by the thread count its primitive is created with
+// (64 -> 128 channels: output blocks paired on two threads, not on one). Single images of
+// several sizes at 1 and 2 threads, on OpenMP's threads and the runtime's own, whatever the
+// thread count the module was built on: each runs Winograd on the one-thread layout, or direct
+// where a primitive wants another (the weight read back, which threw on two OpenMP threads).
+TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
+  SKIP_WITHOUT_WINOGRAD();
+  const torch::jit::Module module = winogradModule();
+  std::vector<at::Tensor> inputs;
+  for (const auto& [height, width] :
+       std::vector<std::pair<int64_t, int64_t>>{{28, 28}, {13, 17}, {7, 7}, {30, 30}}) {
+    inputs.push_back(torch::randn({1, 64, height, width}));
+  }
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOpenMp, IntraOpWorkers::kOwn}) {
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, " +
+                   (workers == IntraOpWorkers::kOwn ? "own workers" : "OpenMP's"));
+      RuntimeOptions options;
+      options.intra_op_threads = threads;
+      options.workers = workers;
+      expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+    }
+  }
 }
 
 // The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
