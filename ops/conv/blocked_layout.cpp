@@ -106,7 +106,7 @@ int reorderPieces(const WorkerPool* workers, const memory::dims& dims) {
   }
   const int threads = workers->threads();
   const double elements = static_cast<double>(dims[0] * dims[1] * dims[2] * dims[3]);
-  if (!worthSplittingOver(*workers, elements * kNanosecondsPerElement) ||
+  if (!worthSplittingOver(*workers, elements * kNanosecondsPerCopiedElement) ||
       (dims[0] < threads && dims[2] < threads)) {
     return 1;
   }
@@ -129,7 +129,10 @@ void slab(const memory::dims& dims, int k, int pieces, memory::dims& slab_dims,
 // of images or rows, each a reorder on one OpenMP thread) or, if too small to split, on the
 // calling thread alone: oneDNN's reorder otherwise runs an OpenMP parallel region, and under
 // OMP_WAIT_POLICY=PASSIVE waking OpenMP's sleeping threads for it cost more than the conversion
-// (resnet18's last from_blocked, 512 x 7 x 7: 155 against 40 us at 2 threads).
+// (resnet18's last from_blocked, 512 x 7 x 7: 155 against 40 us at 2 threads). On OpenMP's
+// threads, one too small to pay for them runs on the calling thread too: even spinning ones made
+// shufflenet_v2_x1_0's 16 conversions take 94 us against 64, each core reading the half of a
+// tensor the other's cache held.
 void reorder(ProcessedNode& p, const memory::desc& from_desc, void* from,
              const memory::desc& to_desc, void* to) {
   WorkerPool* workers = p.workers();
@@ -138,7 +141,8 @@ void reorder(ProcessedNode& p, const memory::desc& from_desc, void* from,
   // Under the runtime's own workers every reorder runs on one OpenMP thread (the workers' own
   // count is 1 already; this sets the caller's), from its creation on.
   std::optional<OneDnnThreads> one_thread;
-  if (workers != nullptr) {
+  const double floats = static_cast<double>(from_desc.get_size() / sizeof(float));
+  if (workers != nullptr || !worthSplitting(floats * kNanosecondsPerCopiedElement)) {
     one_thread.emplace(0, 1);
   }
   auto& state = p.state<ReorderState>();
