@@ -12,12 +12,12 @@
 // the blocked kernels), and the other readers are only those whose ATen op computes the same on
 // the blocked tensor, lane by lane: element-wise ops whose tensor operands are all blocked tensors
 // of the same channels (a squeeze-excitation's scale [N, C, 1, 1] is one, broadcast over the
-// image as before), global average pooling (srt::blocked_global_avg_pool), max pooling
-// (srt::blocked_max_pool2d) and concatenations along channels of tensors of whole blocks (all but
-// the last: srt::variadic_cat computes it on the blocked tensors as they are). Any
-// other reader (flatten, a graph output, an If) gets srt::from_blocked, a channels-last copy;
-// aten::size gets srt::blocked_sizes. A network's stem reads the NCHW input itself (oneDNN's
-// first-layer kernel), without the channels-last conversion before it.
+// image as before), global average pooling (srt::blocked_global_avg_pool; also x.mean([2, 3])), max
+// pooling (srt::blocked_max_pool2d) and concatenations along channels of tensors of whole blocks
+// (all but the last: srt::variadic_cat computes it on the blocked tensors as they are). Any other
+// reader (flatten, a graph output, an If) gets srt::from_blocked, a channels-last copy; aten::size
+// gets srt::blocked_sizes. A network's stem reads the NCHW input itself (oneDNN's first-layer
+// kernel), without the channels-last conversion before it.
 //
 // Chains shorter than kMinConvolutions convolutions stay channels last: they would pay the
 // conversions and win little (an Inception branch, a DenseNet layer between concatenations). So
@@ -67,8 +67,37 @@ bool isLaneWise(const Node* node) {
   return kOps.count(node->kind().toQualString()) != 0;
 }
 
-// adaptive_avg_pool2d(x, 1) or (x, [1, 1]): a mean over the image.
+// x.mean([2, 3]) (or [-1, -2], either order; keepdim either way, no dtype) of a 4-D x: the mean
+// over the image that MnasNet and many hand-written networks take instead of a pool.
+bool isImageMean(const Node* node) {
+  if (node->kind() != symbol("aten::mean") || node->inputs().size() != 4 ||
+      node->input(3)->type()->kind() != c10::TypeKind::NoneType ||
+      !torch::jit::constant_as<bool>(node->input(2))) {
+    return false;
+  }
+  const std::optional<std::vector<int64_t>> dims = constantIntList(node->input(1));
+  if (!dims || dims->size() != 2) {
+    return false;
+  }
+  std::vector<int64_t> normalized;
+  for (const int64_t d : *dims) {
+    normalized.push_back(d < 0 ? d + 4 : d);
+  }
+  std::sort(normalized.begin(), normalized.end());
+  return normalized == std::vector<int64_t>{2, 3};
+}
+
+// Whether an image mean drops the image's dims (keepdim false): its [N, C] result is no blocked
+// tensor for other ops to read, and its plain readers get it flattened.
+bool dropsImageDims(const Node* node) {
+  return isImageMean(node) && !*torch::jit::constant_as<bool>(node->input(2));
+}
+
+// adaptive_avg_pool2d(x, 1) or (x, [1, 1]), or an image mean: a mean over the image.
 bool isGlobalAveragePool(const Node* node) {
+  if (isImageMean(node)) {
+    return true;
+  }
   if (node->kind() != symbol("aten::adaptive_avg_pool2d")) {
     return false;
   }
@@ -136,7 +165,8 @@ private:
         }
         ++tensors;
         const auto found = channels_.find(input);
-        if (found == channels_.end() || (channels >= 0 && found->second != channels)) {
+        if (found == channels_.end() || flattened_.count(input) != 0 ||
+            (channels >= 0 && found->second != channels)) {
           all_blocked = false;
           break;
         }
@@ -146,6 +176,9 @@ private:
           !alias_db.hasWriters(node->output())) {
         nodes_.push_back(node);
         channels_[node->output()] = channels;
+        if (dropsImageDims(node)) {
+          flattened_.insert(node->output());
+        }
       }
     }
   }
@@ -188,7 +221,8 @@ private:
     if (isChannelCat(node)) {
       return i + 1 < node->inputs().size();
     }
-    return (isLaneWise(node) || i == 0) && channels_.count(node->input(i)) != 0;
+    return (isLaneWise(node) || i == 0) && channels_.count(node->input(i)) != 0 &&
+           flattened_.count(node->input(i)) == 0;
   }
 
   // The candidates of chains with at least kMinConvolutions convolutions, one of them faster
@@ -251,14 +285,16 @@ private:
     bool joined = false;
     for (Node* node : graph_->nodes()) {
       int64_t channels = 0;
-      if (isMaxPool(node) && blocked.count(node->input(0)) != 0) {
+      if (isMaxPool(node) && blocked.count(node->input(0)) != 0 &&
+          flattened_.count(node->input(0)) == 0) {
         channels = channels_.at(node->input(0));
       } else if (isChannelCat(node)) {
         const size_t tensors = node->inputs().size() - 1;
         for (size_t i = 0; i < tensors && channels >= 0; ++i) {
           const bool whole_blocks = i + 1 == tensors || channels_.count(node->input(i)) == 0 ||
                                     channels_.at(node->input(i)) % ops::kChannelBlock == 0;
-          channels = blocked.count(node->input(i)) != 0 && whole_blocks
+          channels = blocked.count(node->input(i)) != 0 && whole_blocks &&
+                             flattened_.count(node->input(i)) == 0
                          ? channels + channels_.at(node->input(i))
                          : -1;
         }
@@ -329,7 +365,7 @@ private:
       }
     }
     for (auto& [value, readers] : other_readers) {
-      convertForReaders(value, blocked.at(value), readers);
+      convertForReaders(value, blocked.at(value), readers, flattened_.count(value) != 0);
     }
     // Last: insertion points above may have named them.
     for (auto it = replaced_.rbegin(); it != replaced_.rend(); ++it) {
@@ -378,7 +414,8 @@ private:
     return converted;
   }
 
-  // adaptive_avg_pool2d(x, 1) -> srt::blocked_global_avg_pool(x): the blocked [N, C/16, 1, 1, 16].
+  // adaptive_avg_pool2d(x, 1) or x.mean([2, 3]) -> srt::blocked_global_avg_pool(x): the blocked
+  // [N, C/16, 1, 1, 16] (a mean that drops the image's dims is flattened for its readers).
   Value* rewriteGlobalAveragePool(Node* pool, std::unordered_map<Value*, int64_t>& blocked) {
     torch::jit::WithInsertPoint insert(pool);
     Node* mean = graph_->insertNode(
@@ -408,16 +445,18 @@ private:
   }
 
   // `value` is now produced blocked; readers that want it plain get srt::blocked_sizes (a size
-  // query) or one srt::from_blocked copy.
+  // query) or one srt::from_blocked copy, flattened to [N, C] where `flatten` (a mean that
+  // dropped the image's dims).
   void convertForReaders(Value* value, int64_t channels,
-                         const std::vector<torch::jit::Use>& readers) {
+                         const std::vector<torch::jit::Use>& readers, bool flatten) {
     Value* current = current_.count(value) != 0 ? current_.at(value) : value;
     Value* plain = nullptr;
     for (const torch::jit::Use& use : readers) {
       Node* reader = use.user;
       torch::jit::WithInsertPoint insert(current->node()->next());
       Value* channel_count = graph_->insertConstant(channels);
-      if (reader->kind() == c10::aten::size && reader->inputs().size() == 1 && isTopLevel(reader)) {
+      if (!flatten && reader->kind() == c10::aten::size && reader->inputs().size() == 1 &&
+          isTopLevel(reader)) {
         torch::jit::WithInsertPoint at_reader(reader);
         Node* sizes = graph_->insertNode(
             graph_->create(symbol("srt::blocked_sizes"), {current, channel_count}));
@@ -432,6 +471,14 @@ private:
                 ->insertNode(graph_->create(symbol("srt::from_blocked"), {current, channel_count}))
                 ->output()
                 ->setType(c10::TensorType::get());
+        if (flatten) {
+          torch::jit::WithInsertPoint after(plain->node()->next());
+          Value* one = graph_->insertConstant(int64_t{1});
+          Value* last = graph_->insertConstant(int64_t{-1});
+          plain = graph_->insertNode(graph_->create(c10::aten::flatten, {plain, one, last}))
+                      ->output()
+                      ->setType(c10::TensorType::get());
+        }
       }
       reader->replaceInput(use.offset, plain);
     }
@@ -452,6 +499,7 @@ private:
   std::unordered_set<const Node*> convolutions_;
   std::unordered_set<const Node*> faster_;       // convolutions faster blocked (kFaster)
   std::unordered_map<Value*, int64_t> channels_; // candidates' outputs, by their channels
+  std::unordered_set<const Value*> flattened_;   // [N, C] means (dropsImageDims)
   std::unordered_map<const ops::OneDnnConvWeight*, c10::intrusive_ptr<ops::PackedConvWeight>>
       repacked_;
   std::unordered_map<Value*, Value*> current_;    // a rewritten node's output: its replacement's

@@ -359,6 +359,38 @@ def forward(self, x):
   EXPECT_EQ(log.find("convolution,ref"), std::string::npos) << log;
 }
 
+// x.mean([2, 3]) over a chain's blocked output pools it blocked, as adaptive_avg_pool2d(x, 1)
+// does: keepdim false (MnasNet's head: the [N, C] result flattened for its plain reader), keepdim
+// true with dims written negative (its [N, C, 1, 1] scales the image lane by lane, blocked), and
+// a mean over other dims left to ATen on the plain tensor.
+TEST(BlockedLayout, ImageMeansArePooledBlocked) {
+  torch::jit::Module module("ImageMeans");
+  module.register_parameter("stem", convWeight(32, 3, 3), false);
+  module.register_parameter("dw", convWeight(32, 1, 3), false);
+  module.register_parameter("project", convWeight(40, 32, 1), false);
+  module.register_parameter("head", torch::randn({5, 40}) * 0.2, false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 2, 1))
+    b = torch.relu(torch.conv2d(a, self.dw, None, 1, 1, 1, 32))
+    c = torch.conv2d(b, self.project)
+    logits = torch.linear(c.mean([2, 3]), self.head)
+    scaled = c * torch.sigmoid(c.mean([-1, -2], True))
+    return logits, scaled, c.mean([1])
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  const torch::jit::Graph& graph = built.graph();
+  EXPECT_EQ(countOp(graph, "srt::blocked_global_avg_pool"), 2u) << graph;
+  EXPECT_EQ(countOp(graph, "aten::mean"), 1u) << graph; // over the channels
+  EXPECT_EQ(countOp(graph, "aten::flatten"), 1u) << graph;
+  EXPECT_TRUE(built.stats().fallback_ops.empty()) << graph;
+  std::vector<InputSet> inputs = {{{torch::randn({1, 3, 32, 32})}, {}},
+                                  {{torch::randn({2, 3, 20, 28})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  expectTwoThreadsMatchJit(module, built, inputs);
+}
+
 // Two convolutions are no chain; a 3x3 of 256 channels is left to brgconv's channels-last kernel.
 TEST(BlockedLayout, ShortChainsAndWideConvolutionsStayChannelsLast) {
   torch::jit::Module module("Short");
