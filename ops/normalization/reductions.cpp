@@ -1,11 +1,16 @@
 // sum, mean, amax, argmax, max, min, norm, linalg_vector_norm, cumsum, sort and topk as
 // out-variant kernels over at::cpu::*_out, whose reductions are vectorized and split over threads
 // already; what we add is the output's reuse and its dtype.
+#include <algorithm>
+
 #include <ATen/CPUFunctions.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/result_type_native.h>
 
+#include "ops/core/parallelism.h"
 #include "ops/core/registry.h"
 #include "ops/elementwise/fast_path.h"
+#include "ops/elementwise/vectorized_loops.h"
 
 namespace srt::ops {
 namespace {
@@ -57,11 +62,57 @@ void meanAll(ProcessedNode& p) {
                     self, c10::nullopt, /*keepdim=*/false, dtype);
 }
 
+// Whether `dims` of a 4-D tensor are its image's, 2 and 3 (either order, or negative).
+bool areImageDims(const c10::optional<at::DimVector>& dims) {
+  if (!dims || dims->size() != 2) {
+    return false;
+  }
+  const int64_t a = (*dims)[0] < 0 ? (*dims)[0] + 4 : (*dims)[0];
+  const int64_t b = (*dims)[1] < 0 ? (*dims)[1] + 4 : (*dims)[1];
+  return std::min(a, b) == 2 && std::max(a, b) == 3;
+}
+
+// x.mean([2, 3]) of a channels-last float32 image batch: each image's rows of channels summed in
+// order (vec::sumRows), then scaled. ATen's reduction strides over the channels instead: 1280
+// channels at 7x7 (a network's head after its last convolution) took 57 us, 0.9 ns an element.
+// Within rounding of ATen's sum.
+void meanOfChannelsLastImages(ProcessedNode& p, const at::Tensor& self, bool keepdim) {
+  const int64_t batch = self.size(0);
+  const int64_t channels = self.size(1);
+  const int64_t pixels = self.size(2) * self.size(3);
+  at::Tensor& out = outputTensor(p, 0, self.options());
+  at::DimVector sizes{batch, channels};
+  if (keepdim) {
+    sizes.append({1, 1});
+  }
+  at::native::resize_(out, sizes);
+  const float* in = self.data_ptr<float>();
+  float* result = out.data_ptr<float>();
+  const float scale = 1.f / static_cast<float>(pixels);
+  splitIfWorthIt(p.workers(), batch, 1, static_cast<double>(self.numel()) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t n = begin; n < end; ++n) {
+                     float* sums = result + n * channels;
+                     std::fill(sums, sums + channels, 0.f);
+                     vec::sumRows(in + n * pixels * channels, pixels, channels, sums);
+                     for (int64_t c = 0; c < channels; ++c) {
+                       sums[c] *= scale;
+                     }
+                   }
+                 });
+}
+
 // mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)
 void meanDims(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const auto dims = optionalDims(p.input(1));
   const auto dtype = p.input(3).toOptional<at::ScalarType>();
+  if (!dtype && self.scalar_type() == at::kFloat && self.dim() == 4 && self.numel() > 0 &&
+      !self.is_contiguous() && self.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+      areImageDims(dims)) {
+    meanOfChannelsLastImages(p, self, p.input(2).toBool());
+    return;
+  }
   at::cpu::mean_out(outputTensor(p, 0, self.options().dtype(dtype.value_or(self.scalar_type()))),
                     self, asRef(dims), p.input(2).toBool(), dtype);
 }

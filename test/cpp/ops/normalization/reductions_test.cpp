@@ -45,6 +45,26 @@ TEST(Reduction, Mean) {
                    {inputs({randintLong({2, 3})}), inputs({randintLong({4, 5})})});
 }
 
+// A channels-last image batch's mean over the image (a network's head): rows of channels summed
+// in order, within rounding of ATen's; keepdim both ways, dims in any order and negative, a
+// batch, and the forms that stay ATen's (other dims, a dtype, a contiguous batch, one pixel).
+TEST(Reduction, MeanOverChannelsLastImages) {
+  const auto channels_last = [](at::IntArrayRef sizes) {
+    return torch::randn(sizes).contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  for (const std::string expression :
+       {"torch.mean(x, [2, 3])", "torch.mean(x, [-1, -2], True)", "torch.mean(x, [3, 2])",
+        "torch.mean(x, [1, 2])", "torch.mean(x, [2, 3], dtype=7)"}) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x", expression);
+    expectAllOutVariant(source, 1);
+    expectMatchesJit(
+        source, {inputs({channels_last({1, 1280, 7, 7})}), inputs({channels_last({3, 40, 5, 9})}),
+                 inputs({torch::randn({2, 24, 6, 6})}), inputs({channels_last({2, 16, 1, 1})}),
+                 inputs({channels_last({1, 1280, 7, 7})})});
+  }
+}
+
 TEST(Reduction, AmaxAndArgmax) {
   for (const std::string expression :
        {"torch.amax(x, [1])", "torch.amax(x, [0], keepdim=True)", "torch.amax(x, [0, 1])",
