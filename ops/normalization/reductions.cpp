@@ -36,6 +36,57 @@ at::ScalarType sumType(const at::Tensor& self, c10::optional<at::ScalarType> dty
                                                                        : self.scalar_type();
 }
 
+// Whether `dims` of a 4-D tensor are its image's, 2 and 3 (either order, or negative).
+bool areImageDims(const c10::optional<at::DimVector>& dims) {
+  if (!dims || dims->size() != 2) {
+    return false;
+  }
+  const int64_t a = (*dims)[0] < 0 ? (*dims)[0] + 4 : (*dims)[0];
+  const int64_t b = (*dims)[1] < 0 ? (*dims)[1] + 4 : (*dims)[1];
+  return std::min(a, b) == 2 && std::max(a, b) == 3;
+}
+
+// Whether x.sum / x.mean over `dims` without a dtype reduces a channels-last float32 image batch
+// over its image: each image's rows of channels are then summed in order (vec::sumRows). ATen's
+// reduction strides over the channels instead: the mean of 1280 channels at 7x7 (a network's head
+// after its last convolution) took 57 us, 0.9 ns an element, against 14. Within rounding of
+// ATen's sum.
+bool reducesChannelsLastImages(const at::Tensor& self, const c10::optional<at::DimVector>& dims,
+                               c10::optional<at::ScalarType> dtype) {
+  return !dtype && self.scalar_type() == at::kFloat && self.dim() == 4 && self.numel() > 0 &&
+         !self.is_contiguous() && self.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+         areImageDims(dims);
+}
+
+// Each image's sums over its pixels, divided by their count for a mean.
+void sumChannelsLastImages(ProcessedNode& p, const at::Tensor& self, bool keepdim, bool mean) {
+  const int64_t batch = self.size(0);
+  const int64_t channels = self.size(1);
+  const int64_t pixels = self.size(2) * self.size(3);
+  at::Tensor& out = outputTensor(p, 0, self.options());
+  at::DimVector sizes{batch, channels};
+  if (keepdim) {
+    sizes.append({1, 1});
+  }
+  at::native::resize_(out, sizes);
+  const float* in = self.data_ptr<float>();
+  float* result = out.data_ptr<float>();
+  const float scale = mean ? 1.f / static_cast<float>(pixels) : 1.f;
+  splitIfWorthIt(p.workers(), batch, 1, static_cast<double>(self.numel()) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t n = begin; n < end; ++n) {
+                     float* sums = result + n * channels;
+                     std::fill(sums, sums + channels, 0.f);
+                     vec::sumRows(in + n * pixels * channels, pixels, channels, sums);
+                     if (mean) {
+                       for (int64_t c = 0; c < channels; ++c) {
+                         sums[c] *= scale;
+                       }
+                     }
+                   }
+                 });
+}
+
 // sum(Tensor self, *, ScalarType? dtype=None)
 void sumAll(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
@@ -49,6 +100,10 @@ void sumDims(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const auto dims = optionalDims(p.input(1));
   const auto dtype = p.input(3).toOptional<at::ScalarType>();
+  if (reducesChannelsLastImages(self, dims, dtype)) {
+    sumChannelsLastImages(p, self, p.input(2).toBool(), /*mean=*/false);
+    return;
+  }
   at::cpu::sum_out(outputTensor(p, 0, self.options().dtype(sumType(self, dtype))), self,
                    asRef(dims), p.input(2).toBool(), dtype);
 }
@@ -62,55 +117,13 @@ void meanAll(ProcessedNode& p) {
                     self, c10::nullopt, /*keepdim=*/false, dtype);
 }
 
-// Whether `dims` of a 4-D tensor are its image's, 2 and 3 (either order, or negative).
-bool areImageDims(const c10::optional<at::DimVector>& dims) {
-  if (!dims || dims->size() != 2) {
-    return false;
-  }
-  const int64_t a = (*dims)[0] < 0 ? (*dims)[0] + 4 : (*dims)[0];
-  const int64_t b = (*dims)[1] < 0 ? (*dims)[1] + 4 : (*dims)[1];
-  return std::min(a, b) == 2 && std::max(a, b) == 3;
-}
-
-// x.mean([2, 3]) of a channels-last float32 image batch: each image's rows of channels summed in
-// order (vec::sumRows), then scaled. ATen's reduction strides over the channels instead: 1280
-// channels at 7x7 (a network's head after its last convolution) took 57 us, 0.9 ns an element.
-// Within rounding of ATen's sum.
-void meanOfChannelsLastImages(ProcessedNode& p, const at::Tensor& self, bool keepdim) {
-  const int64_t batch = self.size(0);
-  const int64_t channels = self.size(1);
-  const int64_t pixels = self.size(2) * self.size(3);
-  at::Tensor& out = outputTensor(p, 0, self.options());
-  at::DimVector sizes{batch, channels};
-  if (keepdim) {
-    sizes.append({1, 1});
-  }
-  at::native::resize_(out, sizes);
-  const float* in = self.data_ptr<float>();
-  float* result = out.data_ptr<float>();
-  const float scale = 1.f / static_cast<float>(pixels);
-  splitIfWorthIt(p.workers(), batch, 1, static_cast<double>(self.numel()) * kNanosecondsPerElement,
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t n = begin; n < end; ++n) {
-                     float* sums = result + n * channels;
-                     std::fill(sums, sums + channels, 0.f);
-                     vec::sumRows(in + n * pixels * channels, pixels, channels, sums);
-                     for (int64_t c = 0; c < channels; ++c) {
-                       sums[c] *= scale;
-                     }
-                   }
-                 });
-}
-
 // mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)
 void meanDims(ProcessedNode& p) {
   const at::Tensor& self = p.input(0).toTensor();
   const auto dims = optionalDims(p.input(1));
   const auto dtype = p.input(3).toOptional<at::ScalarType>();
-  if (!dtype && self.scalar_type() == at::kFloat && self.dim() == 4 && self.numel() > 0 &&
-      !self.is_contiguous() && self.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-      areImageDims(dims)) {
-    meanOfChannelsLastImages(p, self, p.input(2).toBool());
+  if (reducesChannelsLastImages(self, dims, dtype)) {
+    sumChannelsLastImages(p, self, p.input(2).toBool(), /*mean=*/true);
     return;
   }
   at::cpu::mean_out(outputTensor(p, 0, self.options().dtype(dtype.value_or(self.scalar_type()))),

@@ -45,16 +45,17 @@ TEST(Reduction, Mean) {
                    {inputs({randintLong({2, 3})}), inputs({randintLong({4, 5})})});
 }
 
-// A channels-last image batch's mean over the image (a network's head): rows of channels summed
-// in order, within rounding of ATen's; keepdim both ways, dims in any order and negative, a
-// batch, and the forms that stay ATen's (other dims, a dtype, a contiguous batch, one pixel).
-TEST(Reduction, MeanOverChannelsLastImages) {
+// A channels-last image batch's mean and sum over the image (a network's head): rows of channels
+// summed in order, within rounding of ATen's; keepdim both ways, dims in any order and negative,
+// a batch, and the forms that stay ATen's (other dims, a dtype, a contiguous batch, one pixel).
+TEST(Reduction, MeanAndSumOverChannelsLastImages) {
   const auto channels_last = [](at::IntArrayRef sizes) {
     return torch::randn(sizes).contiguous(at::MemoryFormat::ChannelsLast);
   };
   for (const std::string expression :
        {"torch.mean(x, [2, 3])", "torch.mean(x, [-1, -2], True)", "torch.mean(x, [3, 2])",
-        "torch.mean(x, [1, 2])", "torch.mean(x, [2, 3], dtype=7)"}) {
+        "torch.mean(x, [1, 2])", "torch.mean(x, [2, 3], dtype=7)", "torch.sum(x, [2, 3])",
+        "torch.sum(x, [-2, -1], True)", "torch.sum(x, [2, 3], dtype=7)"}) {
     SCOPED_TRACE(expression);
     const std::string source = forwardReturning("x", expression);
     expectAllOutVariant(source, 1);
