@@ -392,7 +392,7 @@ RepresentativeImage representativeImage(const OneDnnConvWeight& w) {
 // a weight packed on one count could not be read back on another (the direct fallback's repack
 // threw). So Winograd's representative is always one thread's, the count the pieces of one
 // image on the runtime's own workers and one-thread runtimes run with; a whole image on more
-// OpenMP threads whose primitive wants another layout runs direct.
+// OpenMP threads whose primitive wants another layout gets it packed once more (build).
 dnnl::primitive_desc
 representativePrimitive(const OneDnnConvWeight& w, const memory::desc& weights,
                         const dnnl::primitive_attr& attr, ConvAlgorithm algorithm,
@@ -743,9 +743,22 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
       if (w.algorithm == ConvAlgorithm::kWinograd && direct_fallback == DirectFallback::kRefused) {
         return;
       }
+      // One image on more OpenMP threads than the packed layout's one (representativePrimitive):
+      // Winograd in the layout oneDNN picks for them, packed once in SharedLayouts (weightIn).
+      if (w.algorithm == ConvAlgorithm::kWinograd && src_dims[0] == 1 &&
+          at::get_num_threads() > 1) {
+        try {
+          pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kWinograd,
+                             &shape.pad);
+        } catch (const dnnl::error&) {
+          pd = dnnl::primitive_desc();
+        }
+      }
       try {
-        pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
-                           &shape.pad);
+        if (!pd) {
+          pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
+                             &shape.pad);
+        }
       } catch (const dnnl::error&) {
         return; // no implementation for these arguments: the fallback runs the node
       }

@@ -182,8 +182,9 @@ TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
 // oneDNN's Winograd picks its weight layout by the thread count its primitive is created with
 // (64 -> 128 channels: output blocks paired on two threads, not on one). Single images of
 // several sizes at 1 and 2 threads, on OpenMP's threads and the runtime's own, whatever the
-// thread count the module was built on: each runs Winograd on the one-thread layout, or direct
-// where a primitive wants another (the weight read back, which threw on two OpenMP threads).
+// thread count the module was built on: each runs Winograd on the one-thread layout or, on more
+// OpenMP threads, in the layout oneDNN picks for them (the weight read back and packed again,
+// which threw there before), the 64 -> 128 layer at 28x28 too.
 TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   SKIP_WITHOUT_WINOGRAD();
   const torch::jit::Module module = winogradModule();
@@ -202,6 +203,19 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
       expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
     }
   }
+  StaticModule built(module);
+  RuntimeOptions options;
+  options.intra_op_threads = 2;
+  options.workers = IntraOpWorkers::kOpenMp;
+  StaticRuntime runtime(built, options);
+  runtime({inputs[0]}); // builds the primitives
+  const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
+  const size_t widen = log.find("ic64oc128_ih28");
+  ASSERT_NE(widen, std::string::npos) << log;
+  const size_t line = log.rfind('\n', widen);
+  EXPECT_NE(log.substr(line == std::string::npos ? 0 : line, widen - line).find("wino"),
+            std::string::npos)
+      << log;
 }
 
 // The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
