@@ -1,7 +1,8 @@
 // srt::packed_conv2d nodes whose convolution Winograd computes faster get their weight packed
-// again, for oneDNN's Winograd (ops/conv/onednn_conv.h, packForWinograd: 3x3 stride-1 layers of
-// 64 to 128 channels, resnet18 26.1 -> 23.5 ms at 1 thread; F(2x2, 3x3) or F(4x4, 3x3) as oneDNN
-// picks, their weights 16/9 and 4x the direct one's). Its results
+// again, for oneDNN's Winograd (ops/conv/onednn_conv.h, packForWinograd and winogradSuits: 3x3
+// stride-1 layers of at least 32 channels, no more than 128 x 128 in the weight; resnet18 26.1 ->
+// 23.5 ms at 1 thread; F(2x2, 3x3) or F(4x4, 3x3) as oneDNN picks, their weights 16/9 and 4x the
+// direct one's). Its results
 // differ from the direct algorithm's by rounding only (the tile transforms; within 1e-5 of
 // ATen's on resnet18). A pass of its own so that disabled_passes=["conv_winograd"] switches it
 // off. The direct-packed constants it replaces become dead and the dead-code pass drops them:

@@ -391,8 +391,8 @@ RepresentativeImage representativeImage(const OneDnnConvWeight& w) {
 // created with (64 -> 128 channels at 32x32: output blocks paired on two threads, not on one):
 // a weight packed on one count could not be read back on another (the direct fallback's repack
 // threw). So Winograd's representative is always one thread's, the count the pieces of one
-// image on the runtime's own workers and one-thread runtimes run with; a whole image on more
-// OpenMP threads whose primitive wants another layout gets it packed once more (build).
+// image on the runtime's own workers and one-thread runtimes run with; an image whose primitive
+// wants another layout gets it packed once more (build).
 dnnl::primitive_desc
 representativePrimitive(const OneDnnConvWeight& w, const memory::desc& weights,
                         const dnnl::primitive_attr& attr, ConvAlgorithm algorithm,
@@ -740,19 +740,21 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
                : primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kDirect,
                                &shape.pad);
     } catch (const dnnl::error&) {
-      if (w.algorithm == ConvAlgorithm::kWinograd && direct_fallback == DirectFallback::kRefused) {
-        return;
-      }
-      // One image on more OpenMP threads than the packed layout's one (representativePrimitive):
-      // Winograd in the layout oneDNN picks for them, packed once in SharedLayouts (weightIn).
-      if (w.algorithm == ConvAlgorithm::kWinograd && src_dims[0] == 1 &&
-          at::get_num_threads() > 1) {
+      // One image whose Winograd primitive wants another layout than the packed one, chosen on
+      // the representative image and one thread (representativePrimitive): a larger image
+      // (efficientnet_v2_s's 48 -> 192 at 56x56: 2.1 ms direct, 1.2-1.4 in that layout) or more
+      // OpenMP threads. Winograd in that layout, packed once in SharedLayouts (weightIn).
+      if (w.algorithm == ConvAlgorithm::kWinograd && src_dims[0] == 1) {
         try {
           pd = primitiveDesc(w, any_src, any_weights, any_dst, attr, ConvAlgorithm::kWinograd,
                              &shape.pad);
         } catch (const dnnl::error&) {
           pd = dnnl::primitive_desc();
         }
+      }
+      if (!pd && w.algorithm == ConvAlgorithm::kWinograd &&
+          direct_fallback == DirectFallback::kRefused) {
+        return;
       }
       try {
         if (!pd) {
@@ -2222,21 +2224,28 @@ packConvWeight(const at::Tensor& weight, const at::Tensor& bias, const ConvArgum
 // weight grows: oneDNN 2.6 takes F(2x2, 3x3) for 64 channels (16/9 the direct weight) and
 // F(4x4, 3x3) for 128 (4x): resnet18 holds 5.6 MiB more, for 11% of its time at batch 1 and 8
 // (the 128-channel layers alone: 28.5 -> 25.5 ms, AMD EPYC, 1 thread, one process).
+// What bounds the weight is the product of the channel counts, not the larger one: layers of
+// 32 to 256 channels whose weight is no larger than a 128 -> 128 one's gained too (AMD EPYC, Zen
+// 5, 1 thread, two modules in one process): efficientnet_v2_s's 48 -> 192 and 64 -> 256 (its
+// fused MBConv expansions, SiLU after) 28.7 -> 25.0 ms, inception_v3 25.7 -> 23.9, googlenet
+// 13.4 -> 12.6, densenet121's 128 -> 32 26.3 -> 25.3; resnet18, resnet50 and vgg11 level.
 bool winogradSuits(const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
   const ConvArguments& a = w.arguments;
-  constexpr int64_t kMinChannels = 64;
-  constexpr int64_t kMaxChannels = 128;
+  constexpr int64_t kMinChannels = 32;
+  constexpr int64_t kMostChannelProduct = 128 * 128;
   if (a.spatial_dims != 2 || a.transposed || a.groups != 1 || w.multiply != kF32 ||
       w.kernel[0] != 3 || w.kernel[1] != 3 || a.stride[0] != 1 || a.stride[1] != 1 ||
       a.dilation[0] != 1 || a.dilation[1] != 1 || w.algorithm != ConvAlgorithm::kDirect ||
       std::min(w.in_channels, w.out_channels) < kMinChannels ||
-      std::max(w.in_channels, w.out_channels) > kMaxChannels) {
+      w.in_channels % kChannelBlock != 0 || w.out_channels % kChannelBlock != 0 ||
+      w.in_channels * w.out_channels > kMostChannelProduct) {
     return false;
   }
   try {
     // oneDNN's Winograd takes fewer post-ops than its direct convolution (the residual sum and
-    // relu, not the other activations), and exists for some instruction sets only.
-    preferredWeightDesc(w, attributes(epilogue), ConvAlgorithm::kWinograd);
+    // relu, not the other activations), and exists for some instruction sets only. A sigmoid
+    // or SiLU runs after the primitive anyway (libraryEpilogue).
+    preferredWeightDesc(w, attributes(libraryEpilogue(epilogue)), ConvAlgorithm::kWinograd);
     return true;
   } catch (const dnnl::error&) {
     return false;

@@ -23,8 +23,9 @@ namespace srt::testing {
 namespace {
 
 // Winograd's: a conv + bias + relu; a residual block's conv + add + relu; 64 -> 128 channels
-// without epilogue; a weight two convolutions share; one without padding. Not: hardswish (no
-// Winograd post-op), 32 output channels, stride 2.
+// without epilogue; a weight two convolutions share; one without padding; 64 -> 192 with SiLU
+// after (run after the primitive; a fused MBConv expansion, whose weight is no larger than a 128
+// -> 128 one's). Not: hardswish (no Winograd post-op), 16 output channels, stride 2.
 torch::jit::Module winogradModule() {
   torch::jit::Module module("WinogradModule");
   module.register_parameter("first", convWeight(64, 64, 3), false);
@@ -34,7 +35,8 @@ torch::jit::Module winogradModule() {
   module.register_parameter("shared", convWeight(128, 128, 3), false);
   module.register_parameter("unpadded", convWeight(64, 64, 3), false);
   module.register_parameter("hardswish", convWeight(64, 64, 3), false);
-  module.register_parameter("narrow", convWeight(32, 64, 3), false);
+  module.register_parameter("narrow", convWeight(16, 64, 3), false);
+  module.register_parameter("expand", convWeight(192, 64, 3), false);
   module.register_parameter("strided", convWeight(64, 64, 3), false);
   module.define(R"JIT(
 def forward(self, x):
@@ -46,7 +48,8 @@ def forward(self, x):
     f = torch.hardswish(torch.conv2d(b, self.hardswish, None, 1, 1))
     g = torch.conv2d(b, self.narrow, None, 1, 1)
     h = torch.conv2d(b, self.strided, None, 2, 1)
-    return d, e, f, g, h
+    i = torch.silu(torch.conv2d(b, self.expand, None, 1, 1))
+    return d, e, f, g, h, i
 )JIT");
   module.eval();
   return module;
@@ -110,11 +113,11 @@ TEST(ConvWinograd, RepacksTheConvolutionsItSuitsOncePerWeight) {
   StaticModule module(winogradModule());
   const torch::jit::Graph& graph = module.graph();
   const PackedConvs convs = packedConvs(graph);
-  EXPECT_EQ(convs.winograd_nodes, 6u) << graph;
-  EXPECT_EQ(convs.winograd_weights.size(), 5u) << graph; // the shared weight once
-  EXPECT_EQ(convs.direct_nodes, 3u) << graph;            // hardswish, 32 channels, stride 2
+  EXPECT_EQ(convs.winograd_nodes, 7u) << graph;
+  EXPECT_EQ(convs.winograd_weights.size(), 6u) << graph; // the shared weight once
+  EXPECT_EQ(convs.direct_nodes, 3u) << graph;            // hardswish, 16 channels, stride 2
   // The direct-packed constants Winograd replaced are gone: every weight held once.
-  EXPECT_EQ(packedWeightsHeld(graph), 5u + 3u) << graph;
+  EXPECT_EQ(packedWeightsHeld(graph), 6u + 3u) << graph;
 }
 
 TEST(ConvWinograd, DisabledPassesSwitchItOff) {
@@ -123,7 +126,7 @@ TEST(ConvWinograd, DisabledPassesSwitchItOff) {
   StaticModule module(winogradModule(), options);
   const PackedConvs convs = packedConvs(module.graph());
   EXPECT_EQ(convs.winograd_nodes, 0u) << module.graph();
-  EXPECT_EQ(convs.direct_nodes, 9u) << module.graph();
+  EXPECT_EQ(convs.direct_nodes, 10u) << module.graph();
 }
 
 // Our kernels, each input twice and the first again after the others: images Winograd's weight
@@ -179,6 +182,16 @@ TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
   EXPECT_NE(log.find("wino"), std::string::npos) << log;
 }
 
+// The oneDNN log line's part before `shape`: the implementation that ran it.
+std::string winogradLineOf(const std::string& log, const std::string& shape) {
+  const size_t at = log.find(shape);
+  if (at == std::string::npos) {
+    return "";
+  }
+  const size_t begin = log.rfind('\n', at);
+  return log.substr(begin == std::string::npos ? 0 : begin, at - begin);
+}
+
 // oneDNN's Winograd picks its weight layout by the thread count its primitive is created with
 // (64 -> 128 channels: output blocks paired on two threads, not on one). Single images of
 // several sizes at 1 and 2 threads, on OpenMP's threads and the runtime's own, whatever the
@@ -210,12 +223,33 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   StaticRuntime runtime(built, options);
   runtime({inputs[0]}); // builds the primitives
   const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
-  const size_t widen = log.find("ic64oc128_ih28");
-  ASSERT_NE(widen, std::string::npos) << log;
-  const size_t line = log.rfind('\n', widen);
-  EXPECT_NE(log.substr(line == std::string::npos ? 0 : line, widen - line).find("wino"),
-            std::string::npos)
-      << log;
+  EXPECT_NE(winogradLineOf(log, "ic64oc128_ih28").find("wino"), std::string::npos) << log;
+}
+
+// The packed Winograd layout is chosen on a 32x32 image; oneDNN's Winograd for 48 -> 192
+// channels at 56x56 wants another (efficientnet_v2_s's fused MBConv expansion): that image runs
+// Winograd in its own layout (packed once for every runtime), not the direct algorithm, on one
+// thread; the results match the JIT at that size and at another, twice each.
+TEST(ConvWinograd, AnImageWhoseLayoutDiffersRunsWinogradInItsOwn) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::jit::Module module("Expansion");
+  module.register_parameter("expand", convWeight(192, 48, 3), false);
+  module.define(R"JIT(
+def forward(self, x):
+    return torch.silu(torch.conv2d(x, self.expand, None, 1, 1))
+)JIT");
+  module.eval();
+  RuntimeOptions options;
+  options.intra_op_threads = 1;
+  expectRuntimeMatchesJit(module, {torch::randn({1, 48, 56, 56}), torch::randn({1, 48, 20, 24})},
+                          {}, options, 1e-4);
+  StaticModule built(module);
+  EXPECT_EQ(packedConvs(built.graph()).winograd_nodes, 1u) << built.graph();
+  StaticRuntime runtime(built, options);
+  const at::Tensor x = torch::randn({1, 48, 56, 56});
+  runtime({x}); // builds the primitives
+  const std::string log = oneDnnLog([&] { runtime({x}); });
+  EXPECT_NE(winogradLineOf(log, "ic48oc192_ih56").find("wino"), std::string::npos) << log;
 }
 
 // The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
