@@ -357,9 +357,12 @@ private:
       if (convolutions_.count(node) != 0) {
         blocked_values.insert(rewriteConvolution(node, is_blocked));
       } else if (isGlobalAveragePool(node)) {
-        blocked_values.insert(rewriteGlobalAveragePool(node, blocked));
+        blocked_values.insert(
+            rewriteAsBlocked(node, "srt::blocked_global_avg_pool", {node->input(0)}, blocked));
       } else if (isMaxPool(node)) {
-        blocked_values.insert(rewriteMaxPool(node, blocked));
+        blocked_values.insert(rewriteAsBlocked(node, "srt::blocked_max_pool2d",
+                                               {node->inputs().begin(), node->inputs().end()},
+                                               blocked));
       } else {
         node->output()->setType(c10::TensorType::get()); // no longer [N, C, H, W]
       }
@@ -414,34 +417,21 @@ private:
     return converted;
   }
 
-  // adaptive_avg_pool2d(x, 1) or x.mean([2, 3]) -> srt::blocked_global_avg_pool(x): the blocked
-  // [N, C/16, 1, 1, 16] (a mean that drops the image's dims is flattened for its readers).
-  Value* rewriteGlobalAveragePool(Node* pool, std::unordered_map<Value*, int64_t>& blocked) {
-    torch::jit::WithInsertPoint insert(pool);
-    Node* mean = graph_->insertNode(
-        graph_->create(symbol("srt::blocked_global_avg_pool"), {pool->input(0)}));
-    mean->output()->setType(c10::TensorType::get());
-    mean->setSourceRange(pool->sourceRange());
-    pool->output()->replaceAllUsesWith(mean->output());
-    blocked[mean->output()] = blocked.at(pool->output());
-    replaceInMaps(pool->output(), mean->output());
-    replaced_.push_back(pool);
-    return mean->output();
-  }
-
-  // max_pool2d(x, ...) -> srt::blocked_max_pool2d(x, ...), the same arguments.
-  Value* rewriteMaxPool(Node* pool, std::unordered_map<Value*, int64_t>& blocked) {
-    torch::jit::WithInsertPoint insert(pool);
-    std::vector<Value*> inputs(pool->inputs().begin(), pool->inputs().end());
-    Node* blocked_pool =
-        graph_->insertNode(graph_->create(symbol("srt::blocked_max_pool2d"), inputs));
-    blocked_pool->output()->setType(c10::TensorType::get());
-    blocked_pool->setSourceRange(pool->sourceRange());
-    pool->output()->replaceAllUsesWith(blocked_pool->output());
-    blocked[blocked_pool->output()] = blocked.at(pool->output());
-    replaceInMaps(pool->output(), blocked_pool->output());
-    replaced_.push_back(pool);
-    return blocked_pool->output();
+  // `node` replaced by `kind` on `inputs` (the first a blocked value), its output blocked with the
+  // same channels: adaptive_avg_pool2d(x, 1) or x.mean([2, 3]) -> srt::blocked_global_avg_pool(x)
+  // (the blocked [N, C/16, 1, 1, 16]; a mean that drops the image's dims is flattened for its
+  // readers), max_pool2d(x, ...) -> srt::blocked_max_pool2d(x, ...) with the same arguments.
+  Value* rewriteAsBlocked(Node* node, const char* kind, const std::vector<Value*>& inputs,
+                          std::unordered_map<Value*, int64_t>& blocked) {
+    torch::jit::WithInsertPoint insert(node);
+    Node* replacement = graph_->insertNode(graph_->create(symbol(kind), inputs));
+    replacement->output()->setType(c10::TensorType::get());
+    replacement->setSourceRange(node->sourceRange());
+    node->output()->replaceAllUsesWith(replacement->output());
+    blocked[replacement->output()] = blocked.at(node->output());
+    replaceInMaps(node->output(), replacement->output());
+    replaced_.push_back(node);
+    return replacement->output();
   }
 
   // `value` is now produced blocked; readers that want it plain get srt::blocked_sizes (a size

@@ -66,12 +66,16 @@ inline Vec reduceStrided(const float* first, int64_t stride, int64_t items, int6
 constexpr auto nanMax = [](const Vec& a, const Vec& b) { return at::vec::maximum(a, b); };
 constexpr auto add = [](const Vec& a, const Vec& b) { return a + b; };
 
-// A row's output columns in chunks whose windows' input columns fit kColumnFloats:
-// body(ox0, ox1, x0, x1) for the output columns [ox0, ox1), whose windows read the input columns
-// [x0, x1).
-template <typename Body>
-void forEachColumnChunk(int64_t in_w, int64_t channels, const WindowAxis& width, int64_t out_w,
-                        const Body& body) {
+// A row's output columns in chunks whose windows' input columns fit kColumnFloats: for each, the
+// input columns [x0, x1) its windows read, reduced by `op` over the input rows [h_start, h_end)
+// into `columns` (`channels` floats a column), then body(ox0, ox1, x0) for the output columns
+// [ox0, ox1).
+template <typename Op, typename Body>
+void forEachColumnChunk(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
+                        int64_t h_end, const WindowAxis& width, int64_t out_w, const Op& op,
+                        float* columns, const Body& body) {
+  constexpr int64_t kWidth = Vec::size();
+  const int64_t row_floats = in_w * channels;
   // (chunk - 1) * stride + kernel input columns of `channels` each.
   const int64_t chunk =
       std::max<int64_t>(1, (kColumnFloats / channels - width.kernel) / width.stride + 1);
@@ -79,7 +83,13 @@ void forEachColumnChunk(int64_t in_w, int64_t channels, const WindowAxis& width,
     const int64_t ox1 = std::min(out_w, ox0 + chunk);
     const int64_t x0 = std::max<int64_t>(0, ox0 * width.stride - width.pad);
     const int64_t x1 = std::min(in_w, (ox1 - 1) * width.stride - width.pad + width.kernel);
-    body(ox0, ox1, x0, std::max(x0, x1));
+    const int64_t n = (std::max(x0, x1) - x0) * channels;
+    const float* top = image + h_start * row_floats + x0 * channels;
+    for (int64_t i = 0; i < n; i += kWidth) {
+      const int64_t count = std::min(kWidth, n - i);
+      storeUpTo(reduceStrided(top + i, row_floats, h_end - h_start, count, op), columns + i, count);
+    }
+    body(ox0, ox1, x0);
   }
 }
 
@@ -93,16 +103,9 @@ void maxPoolSeparable(const float* image, int64_t in_w, int64_t channels, int64_
                       int64_t h_end, const WindowAxis& width, int64_t out_w, float* out_row) {
   constexpr int64_t kWidth = Vec::size();
   alignas(64) float columns[kColumnFloats];
-  const int64_t row_floats = in_w * channels;
   forEachColumnChunk(
-      in_w, channels, width, out_w, [&](int64_t ox0, int64_t ox1, int64_t x0, int64_t x1) {
-        const int64_t n = (x1 - x0) * channels;
-        const float* top = image + h_start * row_floats + x0 * channels;
-        for (int64_t i = 0; i < n; i += kWidth) {
-          const int64_t count = std::min(kWidth, n - i);
-          storeUpTo(reduceStrided(top + i, row_floats, h_end - h_start, count, nanMax), columns + i,
-                    count);
-        }
+      image, in_w, channels, h_start, h_end, width, out_w, nanMax, columns,
+      [&](int64_t ox0, int64_t ox1, int64_t x0) {
         for (int64_t ox = ox0; ox < ox1; ++ox) {
           const int64_t w_start = std::max<int64_t>(0, ox * width.stride - width.pad);
           const int64_t w_end = std::min(in_w, ox * width.stride - width.pad + width.kernel);
@@ -126,16 +129,9 @@ void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channe
                                 const AverageDivisor& divisor, int64_t out_w, float* out_row) {
   constexpr int64_t kWidth = Vec::size();
   alignas(64) float columns[kColumnFloats];
-  const int64_t row_floats = in_w * channels;
   forEachColumnChunk(
-      in_w, channels, width, out_w, [&](int64_t ox0, int64_t ox1, int64_t x0, int64_t x1) {
-        const int64_t n = (x1 - x0) * channels;
-        const float* top = image + h_start * row_floats + x0 * channels;
-        for (int64_t i = 0; i < n; i += kWidth) {
-          const int64_t count = std::min(kWidth, n - i);
-          storeUpTo(reduceStrided(top + i, row_floats, h_end - h_start, count, add), columns + i,
-                    count);
-        }
+      image, in_w, channels, h_start, h_end, width, out_w, add, columns,
+      [&](int64_t ox0, int64_t ox1, int64_t x0) {
         for (int64_t ox = ox0; ox < ox1; ++ox) {
           const int64_t w_first = ox * width.stride - width.pad;
           const int64_t w_last = std::min(w_first + width.kernel, in_w + width.pad); // exclusive
