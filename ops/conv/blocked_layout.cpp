@@ -230,7 +230,6 @@ void globalAveragePoolKernel(ProcessedNode& p) {
   at::native::resize_(out, {x.size(0), x.size(1), 1, 1, kChannelBlock});
   const int64_t pixels = x.size(2) * x.size(3);
   const int64_t blocks = x.size(0) * x.size(1);
-  const float scale = 1.f / static_cast<float>(pixels);
   const float* in = x.data_ptr<float>();
   float* result = out.data_ptr<float>();
   // Blocks over the threads, as the convolution before split its output (it left each thread's
@@ -240,12 +239,8 @@ void globalAveragePoolKernel(ProcessedNode& p) {
                  static_cast<double>(blocks * pixels * kChannelBlock) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
                    for (int64_t b = begin; b < end; ++b) {
-                     float* sums = result + b * kChannelBlock;
-                     std::fill(sums, sums + kChannelBlock, 0.f);
-                     vec::sumRows(in + b * pixels * kChannelBlock, pixels, kChannelBlock, sums);
-                     for (int64_t lane = 0; lane < kChannelBlock; ++lane) {
-                       sums[lane] *= scale;
-                     }
+                     vec::meanRows(in + b * pixels * kChannelBlock, pixels, kChannelBlock,
+                                   result + b * kChannelBlock);
                    }
                  });
 }

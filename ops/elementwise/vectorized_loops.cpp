@@ -209,6 +209,15 @@ void sumRows(const float* x, int64_t rows, int64_t n, float* sums) {
   widestLoops().sum_rows(x, rows, n, sums);
 }
 
+void meanRows(const float* x, int64_t rows, int64_t n, float* means) {
+  std::fill_n(means, n, 0.f);
+  sumRows(x, rows, n, means);
+  const float scale = 1.f / static_cast<float>(rows);
+  for (int64_t i = 0; i < n; ++i) {
+    means[i] *= scale;
+  }
+}
+
 UnaryOp powFormula(double exponent, Params* params) {
   if (exponent == 0.0) {
     params->a = 1.f;

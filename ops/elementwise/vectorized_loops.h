@@ -148,6 +148,11 @@ void affineRows(const float* x, int64_t x_stride, const float* scale, const floa
 // in row order (the same bits on any capability, so on the widest). On the caller's thread.
 void sumRows(const float* x, int64_t rows, int64_t n, float* sums);
 
+// means[i] = (x[0, i] + x[1, i] + ...) / rows over `rows` contiguous rows of n floats: sumRows'
+// sums, each then multiplied by 1 / rows (a global average pool's channels). On the caller's
+// thread.
+void meanRows(const float* x, int64_t rows, int64_t n, float* means);
+
 // The CPU capability whose build of the loops runs: "DEFAULT", "AVX2" or "AVX512"; ATen's, so
 // that element-wise results are ATen's to the bit.
 const char* capability();

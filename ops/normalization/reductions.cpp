@@ -71,17 +71,16 @@ void sumChannelsLastImages(ProcessedNode& p, const at::Tensor& self, bool keepdi
   at::native::resize_(out, sizes);
   const float* in = self.data_ptr<float>();
   float* result = out.data_ptr<float>();
-  const float scale = mean ? 1.f / static_cast<float>(pixels) : 1.f;
   splitIfWorthIt(p.workers(), batch, 1, static_cast<double>(self.numel()) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
                    for (int64_t n = begin; n < end; ++n) {
-                     float* sums = result + n * channels;
-                     std::fill(sums, sums + channels, 0.f);
-                     vec::sumRows(in + n * pixels * channels, pixels, channels, sums);
+                     const float* image = in + n * pixels * channels;
+                     float* row = result + n * channels;
                      if (mean) {
-                       for (int64_t c = 0; c < channels; ++c) {
-                         sums[c] *= scale;
-                       }
+                       vec::meanRows(image, pixels, channels, row);
+                     } else {
+                       std::fill_n(row, channels, 0.f);
+                       vec::sumRows(image, pixels, channels, row);
                      }
                    }
                  });
