@@ -181,9 +181,11 @@ class OneDnnConv {
 public:
   OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
              int residual_input, int scale_input, ConvOutputLayout output, KernelFunction fallback)
-      : weight_(std::move(weight)), epilogue_(libraryEpilogue(epilogue)),
-        trailing_(trailingActivation(epilogue)), residual_input_(residual_input),
-        scale_input_(scale_input), output_(output), fallback_(std::move(fallback)) {
+      : weight_(std::move(weight)), residual_input_(residual_input), scale_input_(scale_input),
+        output_(output), fallback_(std::move(fallback)) {
+    EpilogueSplit split = splitEpilogue(*weight_, epilogue);
+    epilogue_ = split.library;
+    trailing_ = split.trailing;
     pointwise_weight_block_stride_ = pointwiseWeightBlockStride(*weight_);
     depthwise_in_place_ = depthwiseReadsInPlace(*weight_);
     small_image_block_width_ = smallImageBlockWidth(*weight_);
@@ -391,8 +393,8 @@ private:
                         residual != nullptr ? residual->data_ptr<float>() + n * out_image : nullptr;
                     pointwise::runBlockedPointwise(image, begin, end);
                     if (trailing_) {
-                      vec::mapFast(*trailing_, image.out + begin * block_floats,
-                                   (end - begin) * block_floats);
+                      vec::mapFast(trailing_->op, image.out + begin * block_floats,
+                                   (end - begin) * block_floats, trailing_->params);
                     }
                   }
                 });
@@ -425,8 +427,8 @@ private:
     conv.block_stride = conv.block_width * w.kernel[0] * w.kernel[1] * w.in_channels;
     conv.bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
     conv.residual = residual != nullptr ? residual->data_ptr<float>() : nullptr;
-    conv.activation = epilogue_.activation ? epilogue_.activation : trailing_;
-    conv.params = epilogue_.params;
+    conv.activation = trailing_ ? std::optional(trailing_->op) : epilogue_.activation;
+    conv.params = trailing_ ? trailing_->params : epilogue_.params;
     conv.out = out.data_ptr<float>();
     const int64_t scratch_floats = conv_gemm::scratchFloats(conv);
     float* scratch =
@@ -474,7 +476,7 @@ private:
 
   std::shared_ptr<const OneDnnConvWeight> weight_;
   ConvEpilogue epilogue_; // what oneDNN computes
-  std::optional<vec::UnaryOp> trailing_;
+  std::optional<TrailingActivation> trailing_;
   int residual_input_;
   int scale_input_; // srt::scaled_*_conv2d's factors, or -1
   ConvOutputLayout output_;

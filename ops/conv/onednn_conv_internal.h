@@ -198,6 +198,19 @@ struct ConvPiece {
   bool partial = false;
 };
 
+// An activation applied to a convolution's output in place after its primitive
+// (vec::mapFast), instead of as a oneDNN post-op (splitEpilogue).
+struct TrailingActivation {
+  vec::UnaryOp op;
+  vec::Params params;
+};
+
+// What oneDNN's post-ops compute (`library`), and what follows the primitive (`trailing`).
+struct EpilogueSplit {
+  ConvEpilogue library;
+  std::optional<TrailingActivation> trailing;
+};
+
 // ---- onednn_conv_weight.cpp: the weight
 
 // The weight's dims as oneDNN's (de)convolution takes them: [OC, IC, k...], or with groups
@@ -261,20 +274,20 @@ void build(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWeight& w
            WeightCopy copy = WeightCopy::kShared);
 // One convolution with `state` built (see the definition for the arguments).
 void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
-         const void* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
+         const void* residual, char* scratch, std::optional<TrailingActivation> trailing,
          const float* weight_scales);
 // run() of a state built for one image (state.images) on each image.
 void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
-               const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
+               const char* residual, char* scratch, std::optional<TrailingActivation> trailing,
                const float* weight_scales, int64_t scales_per_image);
 // The activation layout of `w`'s convolutions at `key` (timed once for 1-D convolutions).
 ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
                               const ConvEpilogue& epilogue);
 // A trailing activation on a whole output, over OpenMP's threads where it pays.
-void applyTrailing(vec::UnaryOp activation, float* out, int64_t floats);
-// The part of `epilogue` oneDNN's post-ops compute, and the activation applied after them.
-ConvEpilogue libraryEpilogue(ConvEpilogue epilogue);
-std::optional<vec::UnaryOp> trailingActivation(const ConvEpilogue& epilogue);
+void applyTrailing(const TrailingActivation& activation, float* out, int64_t floats);
+// How `epilogue` splits between oneDNN's post-ops and an activation after the primitive, for
+// convolutions of `w` (see the definition).
+EpilogueSplit splitEpilogue(const OneDnnConvWeight& w, const ConvEpilogue& epilogue);
 
 // ---- onednn_conv_pieces.cpp: pieces over the runtime's own workers
 
@@ -293,7 +306,7 @@ void buildPieces(OneDnnConvState& state, const ConvKey& key, const OneDnnConvWei
 // run() of every piece of `state`, spread over `workers`; then, for a sum split by input
 // channels, the partial sums added into the output.
 void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
-               const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
+               const char* residual, char* scratch, std::optional<TrailingActivation> trailing,
                const float* weight_scales, int64_t scales_per_image, WorkerPool& workers);
 
 } // namespace onednn_conv

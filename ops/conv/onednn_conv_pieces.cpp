@@ -561,7 +561,7 @@ void buildBlockedPieces(OneDnnConvState& state, const ConvKey& key, const OneDnn
 // run() of every piece of `state`, spread over `workers`; then, for a sum split by input
 // channels, the partial sums added into the output.
 void runPieces(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
-               const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
+               const char* residual, char* scratch, std::optional<TrailingActivation> trailing,
                const float* weight_scales, int64_t scales_per_image, WorkerPool& workers) {
   workers.run(static_cast<int64_t>(state.pieces.size()), [&](int64_t k) {
     ConvPiece& piece = state.pieces[k];

@@ -543,7 +543,7 @@ void execute(dnnl::stream& stream, const dnnl::primitive& primitive,
 // `weight_scales` (one per input channel) multiply the weight first where the state was built
 // for ConvKey::scaled_weights (else nullptr).
 void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
-         const void* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
+         const void* residual, char* scratch, std::optional<TrailingActivation> trailing,
          const float* weight_scales) {
   state.src_user.set_data_handle(x);
   state.dst_user.set_data_handle(out);
@@ -589,8 +589,9 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
                           "oneDNN convolution failed");
   if (trailing && state.dst_slab) {
     state.stream.wait();
-    vec::mapFast(*trailing, static_cast<float*>(state.dst.get_data_handle()),
-                 static_cast<int64_t>(state.dst.get_desc().get_size() / sizeof(float)));
+    vec::mapFast(trailing->op, static_cast<float*>(state.dst.get_data_handle()),
+                 static_cast<int64_t>(state.dst.get_desc().get_size() / sizeof(float)),
+                 trailing->params);
     trailing.reset();
   }
   if (state.reorder_dst) {
@@ -600,7 +601,7 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
   state.stream.wait();
   if (trailing) {
     const auto floats = static_cast<int64_t>(state.dst_user.get_desc().get_size() / sizeof(float));
-    vec::mapFast(*trailing, static_cast<float*>(out), floats);
+    vec::mapFast(trailing->op, static_cast<float*>(out), floats, trailing->params);
   }
 }
 
@@ -694,7 +695,7 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
 // run() of a state built for one image (state.images) on each image of x, out and residual,
 // with each image's weight scales (`scales_per_image` floats apart; 0: shared) where there are.
 void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
-               const char* residual, char* scratch, std::optional<vec::UnaryOp> trailing,
+               const char* residual, char* scratch, std::optional<TrailingActivation> trailing,
                const float* weight_scales, int64_t scales_per_image) {
   const size_t src_image = state.src_user.get_desc().get_size();
   const size_t dst_image = state.dst_user.get_desc().get_size();
@@ -708,31 +709,43 @@ void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char*
 // A trailing activation on a whole output, over the threads the primitive had (OpenMP's): on the
 // calling thread alone it would be the serial part of every SiLU convolution (efficientnet_b0 at
 // batch 8 and 2 threads spent a quarter of its time there). Pieces apply theirs to their slabs.
-void applyTrailing(vec::UnaryOp activation, float* out, int64_t floats) {
+void applyTrailing(const TrailingActivation& activation, float* out, int64_t floats) {
   constexpr int64_t kGrain = 32768;
-  splitIfWorthIt(
-      floats, kGrain, static_cast<double>(floats) * kNanosecondsPerElement,
-      [&](int64_t begin, int64_t end) { vec::mapFast(activation, out + begin, end - begin); });
+  splitIfWorthIt(floats, kGrain, static_cast<double>(floats) * kNanosecondsPerElement,
+                 [&](int64_t begin, int64_t end) {
+                   vec::mapFast(activation.op, out + begin, end - begin, activation.params);
+                 });
 }
 
-// The part of `epilogue` oneDNN's post-ops compute: all of it but a sigmoid or silu, which
-// vec::mapFast applies after the primitive in a third of the time the post-op adds (about 0.2
-// against 0.6-0.7 ns an output on an AMD EPYC, Zen 4: efficientnet_b0's depthwise and 1x1
-// convolutions spent a third of their time in it). Measured faster on every kind of
-// convolution efficientnet_b0 has (3x3 and 5x5 depthwise, 1x1 expansions, the 320 -> 1280
-// head), and level on a compute-bound 3x3 of 64 channels.
-ConvEpilogue libraryEpilogue(ConvEpilogue epilogue) {
-  if (epilogue.activation && vec::hasFastFormula(*epilogue.activation)) {
-    epilogue.activation.reset();
+// oneDNN's post-ops compute all of `epilogue` but the activation where it trails the primitive,
+// applied by vec::mapFast:
+//  - a sigmoid or silu, which vec::mapFast applies in a third of the time the post-op adds (about
+//    0.2 against 0.6-0.7 ns an output on an AMD EPYC, Zen 4: efficientnet_b0's depthwise and 1x1
+//    convolutions spent a third of their time in it). Measured faster on every kind of
+//    convolution efficientnet_b0 has (3x3 and 5x5 depthwise, 1x1 expansions, the 320 -> 1280
+//    head), and level on a compute-bound 3x3 of 64 channels;
+//  - on a Winograd weight, an activation oneDNN's Winograd takes no post-op for (2.6's takes relu
+//    and elu, not leaky_relu, the clamps of ReLU6, tanh, gelu or hardswish), which would leave
+//    the layer to the direct algorithm: two 64-channel 3x3s at 56x56, 1 thread, AMD EPYC (Zen 5),
+//    1868 us with leaky_relu, 1932 with tanh, 1852 with ReLU6, where relu's ran 1042.
+EpilogueSplit splitEpilogue(const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
+  EpilogueSplit split{epilogue, std::nullopt};
+  if (!epilogue.activation) {
+    return split;
   }
-  return epilogue;
-}
-
-std::optional<vec::UnaryOp> trailingActivation(const ConvEpilogue& epilogue) {
-  if (epilogue.activation && vec::hasFastFormula(*epilogue.activation)) {
-    return epilogue.activation;
+  bool trails = vec::hasFastFormula(*epilogue.activation);
+  if (!trails && w.algorithm == ConvAlgorithm::kWinograd) {
+    try {
+      representativePrimitive(w, w.desc, attributes(epilogue), ConvAlgorithm::kWinograd);
+    } catch (const dnnl::error&) {
+      trails = true;
+    }
   }
-  return std::nullopt;
+  if (trails) {
+    split.trailing = TrailingActivation{*epilogue.activation, epilogue.params};
+    split.library.activation.reset();
+  }
+  return split;
 }
 
 } // namespace onednn_conv

@@ -304,10 +304,12 @@ bool winogradSuits(const OneDnnConvWeight& w, const ConvEpilogue& epilogue) {
     return false;
   }
   try {
-    // oneDNN's Winograd takes fewer post-ops than its direct convolution (the residual sum and
-    // relu, not the other activations), and exists for some instruction sets only. A sigmoid
-    // or SiLU runs after the primitive anyway (libraryEpilogue).
-    preferredWeightDesc(w, attributes(libraryEpilogue(epilogue)), ConvAlgorithm::kWinograd);
+    // oneDNN's Winograd takes fewer post-ops than its direct convolution (the residual sum, relu
+    // and elu, not the other activations), and exists for some instruction sets only. An
+    // activation it does not take runs after the primitive (splitEpilogue).
+    ConvEpilogue sum;
+    sum.has_residual = epilogue.has_residual;
+    preferredWeightDesc(w, attributes(sum), ConvAlgorithm::kWinograd);
     return true;
   } catch (const dnnl::error&) {
     return false;

@@ -16,7 +16,7 @@ namespace srt::ops::vec {
 #define SRT_DECLARE_CAPABILITY_LOOPS(capability)                                                   \
   namespace capability {                                                                           \
   void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params);                \
-  void fastUnaryLoop(UnaryOp op, float* x, int64_t n);                                             \
+  void fastUnaryLoop(UnaryOp op, float* x, int64_t n, Params params);                              \
   void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n,              \
                   Params params);                                                                  \
   void ternaryLoop(TernaryOp op, const float* x, const float* y, const float* z, float* out,       \
@@ -129,8 +129,8 @@ bool hasFastFormula(UnaryOp op) {
   return op == UnaryOp::kSigmoid || op == UnaryOp::kSilu;
 }
 
-void mapFast(UnaryOp op, float* x, int64_t n) {
-  widestLoops().fast_unary(op, x, n);
+void mapFast(UnaryOp op, float* x, int64_t n, Params params) {
+  widestLoops().fast_unary(op, x, n, params);
 }
 
 void map(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params,

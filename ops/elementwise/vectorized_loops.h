@@ -96,11 +96,11 @@ void map(TernaryOp op, const float* x, const float* y, const float* z, float* ou
 // In place over n contiguous floats, on the caller's thread: sigmoid, silu (x * sigmoid), tanh
 // and gelu with the fast formulas (ops/elementwise/cpu/polynomial_exp.h: fastSigmoid within 2e-7
 // of ATen's and about three times as fast), on the widest capability. For epilogues that owe
-// ATen no bits. Other ops (without parameters): as map(). hasFastFormula: the ops a
+// ATen no bits. Other ops: map()'s formula, with `params`. hasFastFormula: the ops a
 // convolution's epilogue applies this way rather than as oneDNN's post-op (sigmoid and silu,
 // where the post-op measured slower).
 bool hasFastFormula(UnaryOp op);
-void mapFast(UnaryOp op, float* x, int64_t n);
+void mapFast(UnaryOp op, float* x, int64_t n, Params params = {});
 
 // Row-wise kernels over `rows` contiguous rows of `n` floats, rows split over the intra-op threads
 // when there are enough of them. One call for a whole block of rows: the small rows of attention

@@ -21,8 +21,9 @@ void unaryLoop(UnaryOp op, const float* x, float* out, int64_t n, Params params)
   visitFormula(op, params, [&](const auto& f) { applyFormula(out, n, f, x); });
 }
 
-void fastUnaryLoop(UnaryOp op, float* x, int64_t n) {
-  visitFastFormula(op, [&](const auto& f) { applyFormula(x, n, f, x); });
+void fastUnaryLoop(UnaryOp op, float* x, int64_t n, Params params) {
+  visitFastFormula(
+      op, [&](const auto& f) { applyFormula(x, n, f, x); }, params);
 }
 
 void binaryLoop(BinaryOp op, const float* x, const float* y, float* out, int64_t n, Params params) {

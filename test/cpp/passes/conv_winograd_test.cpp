@@ -1,8 +1,9 @@
 // passes/conv_winograd.cpp: the 3x3 stride-1 convolutions Winograd suits get their packed weight
-// repacked for it (once per weight, the direct copy dropped); the others keep the direct one
-// (an activation oneDNN's Winograd lacks, too few channels, a stride); disabled_passes switches
-// it off; the results match the JIT through our kernels (layouts, shapes, residual, twice each)
-// and through the op's JIT reference, which reads the weight back out of Winograd's layout.
+// repacked for it (once per weight, the direct copy dropped), an activation oneDNN's Winograd has
+// no post-op for applied after it; the others keep the direct one (too few channels, a stride);
+// disabled_passes switches it off; the results match the JIT through our kernels (layouts, shapes,
+// residual, twice each) and through the op's JIT reference, which reads the weight back out of
+// Winograd's layout.
 #include <set>
 
 #include <gtest/gtest.h>
@@ -23,9 +24,10 @@ namespace srt::testing {
 namespace {
 
 // Winograd's: a conv + bias + relu; a residual block's conv + add + relu; 64 -> 128 channels
-// without epilogue; a weight two convolutions share; one without padding; 64 -> 192 with SiLU
-// after (run after the primitive; a fused MBConv expansion, whose weight is no larger than a 128
-// -> 128 one's). Not: hardswish (no Winograd post-op), 16 output channels, stride 2.
+// without epilogue; a weight two convolutions share; one without padding; hardswish (no Winograd
+// post-op: run after the primitive); 64 -> 192 with SiLU after (run after the primitive; a fused
+// MBConv expansion, whose weight is no larger than a 128 -> 128 one's). Not: 16 output channels,
+// stride 2.
 torch::jit::Module winogradModule() {
   torch::jit::Module module("WinogradModule");
   module.register_parameter("first", convWeight(64, 64, 3), false);
@@ -113,11 +115,11 @@ TEST(ConvWinograd, RepacksTheConvolutionsItSuitsOncePerWeight) {
   StaticModule module(winogradModule());
   const torch::jit::Graph& graph = module.graph();
   const PackedConvs convs = packedConvs(graph);
-  EXPECT_EQ(convs.winograd_nodes, 7u) << graph;
-  EXPECT_EQ(convs.winograd_weights.size(), 6u) << graph; // the shared weight once
-  EXPECT_EQ(convs.direct_nodes, 3u) << graph;            // hardswish, 16 channels, stride 2
+  EXPECT_EQ(convs.winograd_nodes, 8u) << graph;
+  EXPECT_EQ(convs.winograd_weights.size(), 7u) << graph; // the shared weight once
+  EXPECT_EQ(convs.direct_nodes, 2u) << graph;            // 16 channels, stride 2
   // The direct-packed constants Winograd replaced are gone: every weight held once.
-  EXPECT_EQ(packedWeightsHeld(graph), 6u + 3u) << graph;
+  EXPECT_EQ(packedWeightsHeld(graph), 7u + 2u) << graph;
 }
 
 TEST(ConvWinograd, DisabledPassesSwitchItOff) {
@@ -192,6 +194,22 @@ std::string winogradLineOf(const std::string& log, const std::string& shape) {
   return log.substr(begin == std::string::npos ? 0 : begin, at - begin);
 }
 
+// The module on one thread, two OpenMP threads and two of the runtime's own workers, each input
+// twice, against the JIT.
+void expectEveryThreadingMatchesJit(const torch::jit::Module& module,
+                                    const std::vector<at::Tensor>& inputs) {
+  for (const IntraOpWorkers workers : {IntraOpWorkers::kOpenMp, IntraOpWorkers::kOwn}) {
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, " +
+                   (workers == IntraOpWorkers::kOwn ? "own workers" : "OpenMP's"));
+      RuntimeOptions options;
+      options.intra_op_threads = threads;
+      options.workers = workers;
+      expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+    }
+  }
+}
+
 // oneDNN's Winograd picks its weight layout by the thread count its primitive is created with
 // (64 -> 128 channels: output blocks paired on two threads, not on one). Single images of
 // several sizes at 1 and 2 threads, on OpenMP's threads and the runtime's own, whatever the
@@ -206,16 +224,7 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
        std::vector<std::pair<int64_t, int64_t>>{{28, 28}, {13, 17}, {7, 7}, {30, 30}}) {
     inputs.push_back(torch::randn({1, 64, height, width}));
   }
-  for (const IntraOpWorkers workers : {IntraOpWorkers::kOpenMp, IntraOpWorkers::kOwn}) {
-    for (const int threads : {1, 2}) {
-      SCOPED_TRACE(std::to_string(threads) + " threads, " +
-                   (workers == IntraOpWorkers::kOwn ? "own workers" : "OpenMP's"));
-      RuntimeOptions options;
-      options.intra_op_threads = threads;
-      options.workers = workers;
-      expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
-    }
-  }
+  expectEveryThreadingMatchesJit(module, inputs);
   StaticModule built(module);
   RuntimeOptions options;
   options.intra_op_threads = 2;
@@ -224,6 +233,51 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   runtime({inputs[0]}); // builds the primitives
   const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
   EXPECT_NE(winogradLineOf(log, "ic64oc128_ih28").find("wino"), std::string::npos) << log;
+}
+
+// Activations oneDNN's Winograd has no post-op for (leaky_relu, ReLU6's clamp, tanh, gelu,
+// hardswish; each alone and after a residual) keep their convolutions on Winograd and run after
+// the primitive: in oneDNN's log every layer is Winograd; the results match the JIT at two sizes,
+// twice each, on one thread, two OpenMP threads and two own workers (whose pieces each apply it
+// to their part).
+TEST(ConvWinograd, ActivationsWithoutAWinogradPostOpRunAfterIt) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::jit::Module module("Activations");
+  for (const char* name : {"a", "b", "c", "d", "e", "f"}) {
+    module.register_parameter(name, convWeight(64, 64, 3), false);
+  }
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.leaky_relu(torch.conv2d(x, self.a, None, 1, 1), 0.1)
+    b = torch.hardtanh(torch.conv2d(a, self.b, None, 1, 1), 0.0, 6.0)
+    c = torch.tanh(torch.conv2d(b, self.c, None, 1, 1))
+    d = torch.gelu(torch.conv2d(c, self.d, None, 1, 1))
+    e = torch.hardswish(torch.conv2d(d, self.e, None, 1, 1))
+    f = torch.leaky_relu(torch.conv2d(e, self.f, None, 1, 1) + x, 0.2)
+    return f
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  const PackedConvs convs = packedConvs(built.graph());
+  EXPECT_EQ(convs.winograd_nodes, 6u) << built.graph();
+  EXPECT_EQ(convs.direct_nodes, 0u) << built.graph();
+  const std::vector<at::Tensor> inputs{torch::randn({1, 64, 28, 28}),
+                                       torch::randn({2, 64, 13, 17})};
+  expectEveryThreadingMatchesJit(module, inputs);
+  StaticRuntime runtime(built);
+  runtime({inputs[0]}); // builds the primitives
+  const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
+  size_t convolutions = 0;
+  for (size_t at = log.find("convolution"); at != std::string::npos;
+       at = log.find("convolution", at + 1)) {
+    const size_t begin = log.rfind('\n', at);
+    const size_t end = log.find('\n', at);
+    const std::string line = log.substr(begin == std::string::npos ? 0 : begin, end - begin);
+    EXPECT_NE(line.find("wino"), std::string::npos) << line;
+    ++convolutions;
+    at = end == std::string::npos ? at : end;
+  }
+  EXPECT_GE(convolutions, 6u) << log;
 }
 
 // The packed Winograd layout is chosen on a 32x32 image; oneDNN's Winograd for 48 -> 192
