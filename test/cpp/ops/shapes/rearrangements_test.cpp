@@ -1,6 +1,7 @@
-// roll, repeat_interleave and tile out-variant kernels (ops/shapes/rearrangements.cpp) against the
-// JIT.
+// roll, repeat_interleave, tile and pixel_shuffle / pixel_unshuffle out-variant kernels
+// (ops/shapes/rearrangements.cpp) against the JIT.
 #include "ops/op_test_helpers.h"
+#include "static_runtime/static_runtime.h"
 
 namespace srt::testing {
 namespace {
@@ -49,6 +50,40 @@ TEST(Tile, MatchesTheJit) {
     for (const auto& make : {randnFloat, randintLong}) {
       expectMatchesJit(source, shapes(make));
     }
+  }
+}
+
+// Factors 2 and 3, one channel and several, contiguous and channels-last images (the layout kept,
+// one channel read either way); a 3-D image, a transposed one, doubles and a factor that does not
+// divide through ATen's op (its result, or its error).
+TEST(PixelShuffle, BothWaysMatchTheJit) {
+  const auto channels_last = [](at::IntArrayRef shape) {
+    return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  for (const auto& [expression, shapes] :
+       std::vector<std::pair<std::string, std::vector<std::vector<int64_t>>>>{
+           {"torch.pixel_shuffle(x, 3)", {{1, 9, 8, 7}, {2, 18, 5, 6}}},
+           {"torch.pixel_shuffle(x, 2)", {{1, 4, 6, 6}, {3, 8, 3, 5}}},
+           {"torch.pixel_unshuffle(x, 2)", {{1, 1, 8, 6}, {2, 3, 6, 10}}},
+           {"torch.pixel_unshuffle(x, 3)", {{1, 5, 9, 6}, {2, 2, 3, 3}}}}) {
+    SCOPED_TRACE(expression);
+    const std::string source = forwardReturning("x", expression);
+    expectAllOutVariant(source, 1);
+    std::vector<InputSet> sets;
+    for (const std::vector<int64_t>& shape : shapes) {
+      sets.push_back(inputs({torch::randn(shape)}));
+      sets.push_back(inputs({channels_last(shape)}));
+    }
+    sets.push_back(inputs({torch::randn({2, 36, 6, 12}).transpose(2, 3)}));
+    sets.push_back(inputs({torch::randn({36, 6, 6})}));
+    sets.push_back(inputs({torch::randn({1, 36, 6, 6}, torch::kDouble)}));
+    expectMatchesJit(source, sets);
+    // A factor that does not divide: ATen's error, and the runtime goes on working.
+    StaticModule module(scriptModule(source));
+    StaticRuntime runtime(module);
+    EXPECT_THROW(runtime({torch::randn({1, 7, 5, 5})}), c10::Error);
+    const at::Tensor x = torch::randn(shapes.front());
+    EXPECT_TRUE(at::equal(runtime({x}).toTensor(), scriptModule(source).forward({x}).toTensor()));
   }
 }
 
