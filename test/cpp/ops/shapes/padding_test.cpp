@@ -1,6 +1,7 @@
 // pad (all modes) and constant_pad_nd out-variant kernels (ops/shapes/padding.cpp) against the
 // JIT, including negative (cropping) pads and non-contiguous inputs.
 #include "ops/op_test_helpers.h"
+#include "static_runtime/static_runtime.h"
 
 namespace srt::testing {
 namespace {
@@ -45,6 +46,48 @@ TEST(Padding, ReflectReplicateAndCircularMatchTheJit) {
     expectAllOutVariant(source, 1);
     expectMatchesJit(source, input_sets);
   }
+}
+
+// Reflect and replicate of one or two dims run our row and pixel copies on contiguous and
+// channels-last float32 tensors (the layout kept): pads up to a dim's size less one, a side left
+// unpadded, 3-D inputs, batches; what they do not take (a reflect pad of a dim's size,
+// negative pads, doubles, a transposed tensor) runs ATen's kernels, and their errors.
+TEST(Padding, ReflectAndReplicateRowsMatchTheJit) {
+  const auto channels_last = [](at::IntArrayRef shape) {
+    return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  const std::vector<InputSet> images = {inputs({torch::randn({1, 3, 5, 6})}),
+                                        inputs({channels_last({2, 16, 5, 7})}),
+                                        inputs({channels_last({1, 5, 6, 9})}),
+                                        inputs({torch::randn({4, 5, 6})}),
+                                        inputs({torch::randn({2, 3, 5, 6}).transpose(2, 3)}),
+                                        inputs({torch::randn({1, 2, 5, 5}, torch::kDouble)})};
+  const std::vector<InputSet> sequences = {inputs({torch::randn({2, 3, 7})}),
+                                           inputs({torch::randn({4, 6})}),
+                                           inputs({torch::randn({2, 7, 3}).transpose(1, 2)})};
+  for (const std::string mode : {"reflect", "replicate"}) {
+    for (const auto& [pads, input_sets] :
+         std::vector<std::pair<std::string, std::vector<InputSet>>>{{"[1, 1, 1, 1]", images},
+                                                                    {"[3, 0, 2, 4]", images},
+                                                                    {"[4, 4, 0, 4]", images},
+                                                                    {"[0, 2]", sequences},
+                                                                    {"[3, 1]", sequences}}) {
+      const std::string expression = "torch.pad(x, " + pads + ", mode='" + mode + "')";
+      SCOPED_TRACE(expression);
+      const std::string source = forwardReturning("x", expression);
+      expectAllOutVariant(source, 1);
+      expectMatchesJit(source, input_sets);
+    }
+  }
+  const std::string source = forwardReturning("x", "torch.pad(x, [2, 2, 1, 1], mode='reflect')");
+  StaticModule module(scriptModule(source));
+  StaticRuntime runtime(module);
+  const at::Tensor x = channels_last({1, 8, 4, 5});
+  const at::Tensor padded = runtime({x}).toTensor();
+  EXPECT_TRUE(padded.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(at::equal(padded, at::pad(x, {2, 2, 1, 1}, "reflect")));
+  EXPECT_THROW(static_cast<void>(runtime({torch::randn({1, 2, 3, 2})})), c10::Error); // 2 >= 2
+  EXPECT_TRUE(at::equal(runtime({x}).toTensor(), padded));
 }
 
 TEST(Padding, BadPaddingIsAClearError) {
