@@ -1,5 +1,6 @@
 // aten::conv_transpose2d/3d: transposed convolutions with a constant weight on oneDNN's
-// deconvolution, the weight packed once when the module is built (ops/conv/onednn_conv.h).
+// deconvolution, the weight packed once when the module is built (ops/conv/onednn_conv.h); those
+// whose kernel equals their stride as one GEMM (ops/conv/block_conv_transpose.h).
 // (Freezing already turns a traced aten::_convolution(transposed=True) into these.)
 // conv_transpose1d reaches here as a 2-D one (passes/conv1d_lowering.cpp). A weight or arguments
 // that are not constants keep ATen's op.
@@ -11,6 +12,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "ops/conv/block_conv_transpose.h"
 #include "ops/conv/onednn_conv.h"
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
@@ -123,8 +125,12 @@ std::optional<KernelFunction> convTransposeFactory(const torch::jit::Node* node,
   if (!arguments) {
     return std::nullopt;
   }
-  auto packed = packConvWeight(weight->toTensor(), bias->isNone() ? at::Tensor() : bias->toTensor(),
-                               *arguments);
+  const at::Tensor bias_tensor = bias->isNone() ? at::Tensor() : bias->toTensor();
+  if (auto block = makeBlockConvTransposeKernel(weight->toTensor(), bias_tensor, *arguments,
+                                                referenceIntoOutput)) {
+    return block;
+  }
+  auto packed = packConvWeight(weight->toTensor(), bias_tensor, *arguments);
   if (packed == nullptr) {
     return std::nullopt;
   }
