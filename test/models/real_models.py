@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 # Why each op that is still a JIT fallback in some model remains one. The README's table prints
 # these; an op missing here makes --table fail, so every fallback has a stated reason.
@@ -209,6 +210,96 @@ class TwoTowerRetrieval(nn.Module):
         return self.cosine(query, item), self.interaction(query, item)
 
 
+def _double_conv(c_in: int, c_out: int) -> nn.Module:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
+                         nn.Conv2d(c_out, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+
+
+class UNet(nn.Module):
+    """A segmentation UNet as its tutorials write it: max-pooled encoder, ConvTranspose2d(2, stride 2)
+    decoder whose upsampled maps are concatenated with the encoder's, a 1x1 head."""
+
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        w = width
+        self.inc = _double_conv(3, w)
+        self.down1 = nn.Sequential(nn.MaxPool2d(2), _double_conv(w, 2 * w))
+        self.down2 = nn.Sequential(nn.MaxPool2d(2), _double_conv(2 * w, 4 * w))
+        self.up1 = nn.ConvTranspose2d(4 * w, 2 * w, 2, stride=2)
+        self.conv1 = _double_conv(4 * w, 2 * w)
+        self.up2 = nn.ConvTranspose2d(2 * w, w, 2, stride=2)
+        self.conv2 = _double_conv(2 * w, w)
+        self.head = nn.Conv2d(w, 2, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        x = self.conv1(torch.cat([x2, self.up1(x3)], dim=1))
+        x = self.conv2(torch.cat([x1, self.up2(x)], dim=1))
+        return self.head(x)
+
+
+class SuperResolution(nn.Module):
+    """ESPCN: tanh convolutions on the luminance, then a sub-pixel (pixel_shuffle) upsampler."""
+
+    def __init__(self, scale: int = 3) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 64, 5, padding=2)
+        self.conv2 = nn.Conv2d(64, 32, 3, padding=1)
+        self.conv3 = nn.Conv2d(32, scale * scale, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(scale)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.shuffle(self.conv3(torch.tanh(self.conv2(torch.tanh(self.conv1(x))))))
+
+
+class _ReflectConv(nn.Module):
+    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int = 1) -> None:
+        super().__init__()
+        self.pad = nn.ReflectionPad2d(kernel // 2)
+        self.conv = nn.Conv2d(c_in, c_out, kernel, stride)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.conv(self.pad(x))
+
+
+class _StyleResidual(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = _ReflectConv(channels, channels, 3)
+        self.norm1 = nn.InstanceNorm2d(channels, affine=True)
+        self.conv2 = _ReflectConv(channels, channels, 3)
+        self.norm2 = nn.InstanceNorm2d(channels, affine=True)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.norm2(self.conv2(torch.relu(self.norm1(self.conv1(x)))))
+
+
+class StyleTransfer(nn.Module):
+    """fast-neural-style's transformer net: reflection-padded convolutions, instance norm, residual
+    blocks, nearest-neighbour upsampling before the decoder's convolutions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(
+            _ReflectConv(3, 16, 9), nn.InstanceNorm2d(16, affine=True), nn.ReLU(),
+            _ReflectConv(16, 32, 3, 2), nn.InstanceNorm2d(32, affine=True), nn.ReLU(),
+            _ReflectConv(32, 64, 3, 2), nn.InstanceNorm2d(64, affine=True), nn.ReLU())
+        self.residuals = nn.Sequential(_StyleResidual(64), _StyleResidual(64))
+        self.up1 = _ReflectConv(64, 32, 3)
+        self.norm1 = nn.InstanceNorm2d(32, affine=True)
+        self.up2 = _ReflectConv(32, 16, 3)
+        self.norm2 = nn.InstanceNorm2d(16, affine=True)
+        self.out = _ReflectConv(16, 3, 9)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.residuals(self.encoder(x))
+        y = torch.relu(self.norm1(self.up1(F.interpolate(y, scale_factor=2.0, mode="nearest"))))
+        y = torch.relu(self.norm2(self.up2(F.interpolate(y, scale_factor=2.0, mode="nearest"))))
+        return self.out(y)
+
+
 def _padding(batch: int, length: int) -> Tensor:
     """The last quarter of every sequence but the first padded: one full-length sequence per batch."""
     mask = torch.zeros(batch, length, dtype=torch.bool)
@@ -283,6 +374,11 @@ def _models() -> List[RealModel]:
                       weights=None, weights_backbone=None, num_classes=5, box_score_thresh=0.0),
                   [([torch.rand(3, 320, 320), torch.rand(3, 300, 400)],), ([torch.rand(3, 256, 200)],)],
                   zero_fallbacks=True, selects_by_rank=True),
+        # Image-to-image networks transcribed from public examples (narrower): milesial's
+        # Pytorch-UNet, pytorch/examples' super_resolution (ESPCN) and fast_neural_style.
+        RealModel("unet", UNet, _images(3, (1, 32, 32), (2, 48, 40)), zero_fallbacks=True, calibrated=True),
+        RealModel("espcn", SuperResolution, _images(1, (1, 32, 32), (2, 24, 20)), zero_fallbacks=True),
+        RealModel("style_transfer", StyleTransfer, _images(3, (1, 32, 32), (1, 40, 24)), zero_fallbacks=True),
         RealModel("r3d_18", models.video.r3d_18,
                   [(torch.randn(1, 3, 4, 32, 32),), (torch.randn(2, 3, 8, 24, 28),)], zero_fallbacks=True,
                   calibrated=True),
