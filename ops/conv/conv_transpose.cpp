@@ -1,6 +1,6 @@
 // aten::conv_transpose2d/3d: transposed convolutions with a constant weight on oneDNN's
-// deconvolution, the weight packed once when the module is built (ops/conv/onednn_conv.h); those
-// whose kernel equals their stride as one GEMM (ops/conv/block_conv_transpose.h).
+// deconvolution, the weight packed once when the module is built (ops/conv/onednn_conv.h); the
+// ungrouped, undilated 2-D ones as one GEMM (ops/conv/gemm_conv_transpose.h).
 // (Freezing already turns a traced aten::_convolution(transposed=True) into these.)
 // conv_transpose1d reaches here as a 2-D one (passes/conv1d_lowering.cpp). A weight or arguments
 // that are not constants keep ATen's op.
@@ -12,7 +12,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include "ops/conv/block_conv_transpose.h"
+#include "ops/conv/gemm_conv_transpose.h"
 #include "ops/conv/onednn_conv.h"
 #include "ops/core/inference_dispatch.h"
 #include "ops/core/out_variant.h"
@@ -126,9 +126,9 @@ std::optional<KernelFunction> convTransposeFactory(const torch::jit::Node* node,
     return std::nullopt;
   }
   const at::Tensor bias_tensor = bias->isNone() ? at::Tensor() : bias->toTensor();
-  if (auto block = makeBlockConvTransposeKernel(weight->toTensor(), bias_tensor, *arguments,
-                                                referenceIntoOutput)) {
-    return block;
+  if (auto gemm = makeGemmConvTransposeKernel(weight->toTensor(), bias_tensor, *arguments,
+                                              referenceIntoOutput)) {
+    return gemm;
   }
   auto packed = packConvWeight(weight->toTensor(), bias_tensor, *arguments);
   if (packed == nullptr) {

@@ -1,8 +1,8 @@
 // Convolutions (2-D, 3-D) and transposed convolutions on oneDNN with the weight packed at build
 // (ops/conv/onednn_conv.cpp), against the JIT: grouped and depthwise, strided, dilated, padded,
 // output-padded, with and without bias, contiguous and channels-last inputs, shapes changing
-// between runs, and what falls back to ATen (another layout, bad inputs); transposed ones whose
-// kernel equals their stride as one matmul (ops/conv/block_conv_transpose.cpp).
+// between runs, and what falls back to ATen (another layout, bad inputs); ungrouped transposed
+// ones as one matmul (ops/conv/gemm_conv_transpose.cpp).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -712,27 +712,36 @@ def forward(self, x):
   EXPECT_EQ(kinds.at("aten::conv_transpose2d"), std::set<KernelKind>{KernelKind::kOutVariant});
 }
 
-// Transposed convolutions whose kernel equals their stride (2x2 with a bias, 3x3 without, 2x3)
-// run as one matmul on a channels-last input (oneDNN's log: a matmul, no deconvolution), blocks
-// copied into a channels-last output; an NCHW input runs ATen's op. Batches of 1 and 3, twice
-// each, on one thread, two OpenMP threads and two own workers; a wrong channel count is ATen's
-// error and the runtime goes on.
-TEST(ConvTransposeOneDnn, KernelAsLargeAsTheStrideRunsAsOneMatmul) {
+// Ungrouped, undilated transposed convolutions run as one matmul (oneDNN's log: a matmul, no
+// deconvolution) whose blocks are copied into place where the kernel equals the stride (2x2 with a
+// bias, 3x3 without, 2x3) and added up where they overlap (DCGAN's 4x4 stride 2 padding 1, one
+// with output padding, a 3x3 stride 1 "same", a 5x3 stride 2x1): channels-last inputs, NCHW ones
+// (transposed before and after), a [N, C, 1, 1] latent, batches of 1 and 3, twice each, on one
+// thread, two OpenMP threads and two own workers; a wrong channel count is ATen's error and the
+// runtime goes on.
+TEST(ConvTransposeOneDnn, UngroupedOnesRunAsOneMatmul) {
   const torch::jit::Module module = convModule({{"up2", torch::randn({16, 8, 2, 2}) * 0.1},
                                                 {"up3", torch::randn({16, 4, 3, 3}) * 0.1},
                                                 {"up23", torch::randn({16, 5, 2, 3}) * 0.1},
-                                                {"bias", torch::randn({8})}},
+                                                {"gan", torch::randn({16, 6, 4, 4}) * 0.1},
+                                                {"tall", torch::randn({16, 3, 5, 3}) * 0.1},
+                                                {"bias", torch::randn({8})},
+                                                {"gan_bias", torch::randn({6})}},
                                                R"JIT(
 def forward(self, x):
     return (torch.conv_transpose2d(x, self.up2, self.bias, 2),
             torch.conv_transpose2d(x, self.up3, None, 3),
-            torch.conv_transpose2d(x, self.up23, None, [2, 3]))
+            torch.conv_transpose2d(x, self.up23, None, [2, 3]),
+            torch.conv_transpose2d(x, self.gan, self.gan_bias, 2, 1),
+            torch.conv_transpose2d(x, self.gan, None, 2, 1, 1),
+            torch.conv_transpose2d(x, self.up3, None, 1, 1),
+            torch.conv_transpose2d(x, self.tall, None, [2, 1], [2, 0], [1, 0]))
 )JIT");
   const auto channels_last = [](at::IntArrayRef shape) {
     return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
   };
   const std::vector<at::Tensor> inputs{channels_last({1, 16, 7, 9}), channels_last({3, 16, 5, 4}),
-                                       torch::randn({2, 16, 4, 6})};
+                                       torch::randn({2, 16, 4, 6}), torch::randn({2, 16, 1, 1})};
   for (const IntraOpWorkers workers : {IntraOpWorkers::kOpenMp, IntraOpWorkers::kOwn}) {
     for (const int threads : {1, 2}) {
       SCOPED_TRACE(std::to_string(threads) + " threads");
@@ -746,15 +755,17 @@ def forward(self, x):
   EXPECT_EQ(kernelKinds(prepared).at("aten::conv_transpose2d"),
             std::set<KernelKind>{KernelKind::kOutVariant});
   StaticRuntime runtime(prepared);
-  runtime({inputs[0]}); // builds the primitives
-  const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
-  EXPECT_NE(log.find("matmul"), std::string::npos) << log;
-  EXPECT_EQ(log.find("deconvolution"), std::string::npos) << log;
+  for (const at::Tensor& x : {inputs[0], inputs[2]}) {
+    runtime({x}); // builds the primitives
+    const std::string log = oneDnnLog([&] { runtime({x}); });
+    EXPECT_NE(log.find("matmul"), std::string::npos) << log;
+    EXPECT_EQ(log.find("deconvolution"), std::string::npos) << log;
+  }
   EXPECT_THROW(runtime({channels_last({1, 8, 5, 5})}), c10::Error); // wrong channel count
   const auto outputs = runtime({inputs[1]}).toTuple()->elements();
-  EXPECT_TRUE(torch::allclose(outputs[0].toTensor(),
-                              at::conv_transpose2d(inputs[1], module.attr("up2").toTensor(),
-                                                   module.attr("bias").toTensor(), 2),
+  EXPECT_TRUE(torch::allclose(outputs[3].toTensor(),
+                              at::conv_transpose2d(inputs[1], module.attr("gan").toTensor(),
+                                                   module.attr("gan_bias").toTensor(), 2, 1),
                               1e-4, 1e-4));
 }
 
