@@ -71,8 +71,11 @@ public:
     }
     const int64_t width = in_size[1];
     const int64_t block = g_.kernel[0] * g_.kernel[1] * g_.out_channels; // one input pixel's
-    const int64_t band = std::clamp<int64_t>(kMostBandFloats / (width * block), 1, in_size[0]);
-    const int64_t tail = in_size[0] % band;
+    // Bands of the batch's input rows (image after image: a band may end one image and start
+    // the next, so a batch of small images is one GEMM, reading the weight once).
+    const int64_t input_rows = batch * in_size[0];
+    const int64_t band = std::clamp<int64_t>(kMostBandFloats / (width * block), 1, input_rows);
+    const int64_t tail = input_rows % band;
     const bool has_bias = g_.disjoint && block_bias_.defined();
     auto& state = p.state<GemmConvTransposeState>();
     // One thread count for both GEMMs, which share the scratchpad.
@@ -119,17 +122,22 @@ public:
       fillWithBias(o, batch * out_size[0] * out_size[1], p.workers());
     }
     const float* gemm_bias = has_bias ? block_bias_.data_ptr<float>() : nullptr;
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t first = 0; first < in_size[0]; first += band) {
-        const int64_t rows = std::min(band, in_size[0] - first);
-        OneDnnGemmSlot& gemm = rows == band ? state.full : state.tail;
-        gemm.run(p, in + (n * in_size[0] + first) * width * g_.in_channels, gemm_bias, blocks,
-                 scratchpad);
+    for (int64_t band_first = 0; band_first < input_rows; band_first += band) {
+      const int64_t band_rows = std::min(band, input_rows - band_first);
+      OneDnnGemmSlot& gemm = band_rows == band ? state.full : state.tail;
+      gemm.run(p, in + band_first * width * g_.in_channels, gemm_bias, blocks, scratchpad);
+      // The band's rows of each image it holds.
+      for (int64_t n = band_first / in_size[0]; n * in_size[0] < band_first + band_rows; ++n) {
+        const int64_t first = std::max(band_first, n * in_size[0]);
+        const int64_t last = std::min(band_first + band_rows, (n + 1) * in_size[0]);
+        const float* image_blocks = blocks + (first - band_first) * width * block;
         float* image = o + n * out_size[0] * out_row;
         if (g_.disjoint) {
-          copyBlocks(blocks, first, rows, width, image, out_size[1], p.workers());
+          copyBlocks(image_blocks, first - n * in_size[0], last - first, width, image, out_size[1],
+                     p.workers());
         } else {
-          addBlocks(blocks, first, rows, width, image, out_size, p.workers());
+          addBlocks(image_blocks, first - n * in_size[0], last - first, width, image, out_size,
+                    p.workers());
         }
       }
     }

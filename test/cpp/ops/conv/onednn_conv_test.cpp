@@ -769,6 +769,25 @@ def forward(self, x):
                               1e-4, 1e-4));
 }
 
+// Blocks of more than 4 MB of input rows run in bands (here 4 rows of 64 pixels, each 4096
+// floats of blocks): bands that end inside an image and one that spans two, a shorter last one,
+// overlapping blocks added across band edges; disjoint ones copied the same way.
+TEST(ConvTransposeOneDnn, LargeImagesRunInBandsOfRows) {
+  const torch::jit::Module module = convModule({{"gan", torch::randn({16, 256, 4, 4}) * 0.1},
+                                                {"up", torch::randn({16, 256, 4, 4}) * 0.1},
+                                                {"bias", torch::randn({256})}},
+                                               R"JIT(
+def forward(self, x):
+    return (torch.conv_transpose2d(x, self.gan, self.bias, 2, 1),
+            torch.conv_transpose2d(x, self.up, self.bias, 4))
+)JIT");
+  expectMatchesJit(
+      module,
+      {{{torch::randn({2, 16, 10, 64}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+       {{torch::randn({1, 16, 9, 64}).contiguous(at::MemoryFormat::ChannelsLast)}, {}}},
+      {}, 1e-4);
+}
+
 TEST(ConvTransposeOneDnn, BadInputsAreAtenErrorsAndTheRuntimeRecovers) {
   const torch::jit::Module module = convModule({{"weight", torch::randn({8, 4, 3, 3})}}, R"JIT(
 def forward(self, x):
