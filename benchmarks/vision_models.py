@@ -16,7 +16,10 @@ issue's small CNN (3 x conv3x3 + ReLU, 3->16->32->64 channels, strides 1, 2, 2; 
 Linear 64->10) on Bx3x64x64, for each B in --batches (default 1,8). --models also takes any other
 torchvision classification network by its builder's name (densenet121, squeezenet1_1,
 shufflenet_v2_x1_0, googlenet and inception_v3 without their auxiliary heads, ...), on
-Bx3x224x224. Random weights, BatchNorm
+Bx3x224x224, and the real-model suite's image-to-image networks (test/models/real_models.py) at
+their examples' width: unet (width 32, two levels) and style_transfer on Bx3x128x128, espcn on
+Bx1x128x128,
+dcgan_generator (the DCGAN tutorial's, 64x64 images) on a Bx100x1x1 latent. Random weights, BatchNorm
 statistics calibrated (static_runtime.bench.calibrate_batch_norm). Every model and batch goes
 through static_runtime.bench.compare at each of --threads (default 1,2): outputs checked against
 TorchScript's, then medians over interleaved rounds, ONNX Runtime net of its node binding's
@@ -36,6 +39,8 @@ ONNX Runtime and optimize_for_inference relative to ONNX Runtime to --plot (defa
 benchmarks/results/vision_models.png), and prints the markdown table the README quotes.
 """
 import argparse
+import pathlib
+import sys
 import tempfile
 
 import side_by_side as common  # first: it puts the static_runtime build on sys.path
@@ -44,7 +49,18 @@ import torch  # noqa: E402
 import torchvision  # noqa: E402
 from torch import nn  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "test" / "models"))
+import real_models  # noqa: E402
+
 TORCHVISION_MODELS = ("resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0")
+# The real-model suite's image-to-image networks, built as wide as their examples, and the shape
+# of one input (an image, or DCGAN's latent).
+SUITE_MODELS = {
+    "unet": (lambda: real_models.UNet(width=32), (3, 128, 128)),
+    "espcn": (real_models.SuperResolution, (1, 128, 128)),
+    "style_transfer": (real_models.StyleTransfer, (3, 128, 128)),
+    "dcgan_generator": (real_models.DcganGenerator, (100, 1, 1)),
+}
 MODELS = TORCHVISION_MODELS + ("small_cnn",)
 # Networks whose builders add auxiliary classifiers to their training outputs.
 WITHOUT_AUXILIARY_HEADS = ("googlenet", "inception_v3")
@@ -77,6 +93,11 @@ def _size(name: str) -> int:
 def make(name: str, batch: int):
     """(description, eval-mode module, inputs), the same for a given name and batch."""
     torch.manual_seed(0)
+    if name in SUITE_MODELS:
+        build, shape = SUITE_MODELS[name]
+        model = common.bench.calibrate_batch_norm(build().eval(), torch.randn(8, *shape))
+        dims = "×".join(map(str, (batch,) + shape))
+        return f"{name}, {dims}", model, (torch.randn(batch, *shape),)
     size = _size(name)
     if name == "small_cnn":
         model = SmallCNN()
@@ -220,11 +241,12 @@ def main() -> None:
     args.models = common.parse_list(args.models)
     args.batches = common.parse_list(args.batches, int)
     args.threads = common.parse_list(args.threads, int)
-    unknown = (set(args.models) - set(MODELS) -
+    unknown = (set(args.models) - set(MODELS) - set(SUITE_MODELS) -
                set(torchvision.models.list_models(module=torchvision.models)))
     if unknown:
-        parser.error(f"unknown model(s) {sorted(unknown)}; expected some of {list(MODELS)} or "
-                     "another torchvision classification network's builder name")
+        parser.error(f"unknown model(s) {sorted(unknown)}; expected some of {list(MODELS)}, "
+                     f"{list(SUITE_MODELS)} or another torchvision classification network's "
+                     "builder name")
     common.run(args, measure, measure_passive, measure_memory, markdown, plot)
 
 

@@ -127,7 +127,7 @@ std::optional<KernelFunction> convTransposeFactory(const torch::jit::Node* node,
   }
   const at::Tensor bias_tensor = bias->isNone() ? at::Tensor() : bias->toTensor();
   if (auto gemm = makeGemmConvTransposeKernel(weight->toTensor(), bias_tensor, *arguments,
-                                              referenceIntoOutput)) {
+                                              options.weight_precision, referenceIntoOutput)) {
     return gemm;
   }
   auto packed = packConvWeight(weight->toTensor(), bias_tensor, *arguments);

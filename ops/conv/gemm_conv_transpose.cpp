@@ -238,6 +238,7 @@ private:
 std::optional<KernelFunction> makeGemmConvTransposeKernel(const at::Tensor& weight,
                                                           const at::Tensor& bias,
                                                           const ConvArguments& arguments,
+                                                          MultiplyPrecision precision,
                                                           KernelFunction fallback) {
   const ConvArguments& a = arguments;
   if (a.spatial_dims != 2 || !a.transposed || a.groups != 1 || weight.dim() != 4 ||
@@ -266,6 +267,11 @@ std::optional<KernelFunction> makeGemmConvTransposeKernel(const at::Tensor& weig
                            .reshape({g.in_channels, g.kernel[0] * g.kernel[1] * g.out_channels}));
   if (packed == nullptr) {
     return std::nullopt;
+  }
+  if (precision != MultiplyPrecision::kFloat32) {
+    if (auto repacked = repackOneDnnWeight(*packed, precision)) {
+      packed = std::move(repacked);
+    }
   }
   const at::Tensor plain_bias = bias.defined() ? bias.contiguous() : at::Tensor();
   const at::Tensor block_bias =

@@ -14,18 +14,21 @@
 
 #include "ops/conv/onednn_conv.h"
 #include "ops/core/kernel.h"
+#include "ops/core/multiply_precision.h"
 
 namespace srt::ops {
 
 // The kernel for aten::conv_transpose2d of `weight` ([C_in, C_out, kh, kw] float32) and `bias`
 // ([C_out] or undefined) with `arguments` (ungrouped, undilated; any stride, padding and output
-// padding); std::nullopt for anything else (or a weight oneDNN's matmul cannot pack). It runs a
-// channels-last or contiguous float32 input of C_in channels into an output laid out the same
-// (an NCHW one transposed before and after), and `fallback` for anything else (other layouts and
-// dtypes, ATen's errors).
+// padding), its products in `precision` (KernelOptions::weight_precision: the weight is packed
+// here, not by passes/bf16_weights.cpp); std::nullopt for anything else (or a weight oneDNN's
+// matmul cannot pack). It runs a channels-last or contiguous float32 input of C_in channels into an
+// output laid out the same (an NCHW one transposed before and after), and `fallback` for anything
+// else (other layouts and dtypes, ATen's errors).
 std::optional<KernelFunction> makeGemmConvTransposeKernel(const at::Tensor& weight,
                                                           const at::Tensor& bias,
                                                           const ConvArguments& arguments,
+                                                          MultiplyPrecision precision,
                                                           KernelFunction fallback);
 
 } // namespace srt::ops

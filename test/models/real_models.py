@@ -44,6 +44,9 @@ class RealModel:
     # weights): bfloat16's rounding legitimately picks others, so the bfloat16 test checks what
     # it returns (structure, no fallbacks), not the values.
     selects_by_rank: bool = False
+    # Every constant weight is one a kernel packs itself (transposed convolutions): with
+    # fp32_precision="bf16" the kernel packs it for bfloat16, the bf16_weights pass repacks none.
+    kernels_pack_every_weight: bool = False
     # The weights' seed (set by entries()).
     seed: int = 0
 
@@ -278,26 +281,46 @@ class _StyleResidual(nn.Module):
 
 class StyleTransfer(nn.Module):
     """fast-neural-style's transformer net: reflection-padded convolutions, instance norm, residual
-    blocks, nearest-neighbour upsampling before the decoder's convolutions."""
+    blocks, nearest-neighbour upsampling before the decoder's convolutions (the example's width 32
+    and 5 residual blocks by default)."""
 
-    def __init__(self) -> None:
+    def __init__(self, width: int = 32, residual_blocks: int = 5) -> None:
         super().__init__()
+        w = width
         self.encoder = nn.Sequential(
-            _ReflectConv(3, 16, 9), nn.InstanceNorm2d(16, affine=True), nn.ReLU(),
-            _ReflectConv(16, 32, 3, 2), nn.InstanceNorm2d(32, affine=True), nn.ReLU(),
-            _ReflectConv(32, 64, 3, 2), nn.InstanceNorm2d(64, affine=True), nn.ReLU())
-        self.residuals = nn.Sequential(_StyleResidual(64), _StyleResidual(64))
-        self.up1 = _ReflectConv(64, 32, 3)
-        self.norm1 = nn.InstanceNorm2d(32, affine=True)
-        self.up2 = _ReflectConv(32, 16, 3)
-        self.norm2 = nn.InstanceNorm2d(16, affine=True)
-        self.out = _ReflectConv(16, 3, 9)
+            _ReflectConv(3, w, 9), nn.InstanceNorm2d(w, affine=True), nn.ReLU(),
+            _ReflectConv(w, 2 * w, 3, 2), nn.InstanceNorm2d(2 * w, affine=True), nn.ReLU(),
+            _ReflectConv(2 * w, 4 * w, 3, 2), nn.InstanceNorm2d(4 * w, affine=True), nn.ReLU())
+        self.residuals = nn.Sequential(*[_StyleResidual(4 * w) for _ in range(residual_blocks)])
+        self.up1 = _ReflectConv(4 * w, 2 * w, 3)
+        self.norm1 = nn.InstanceNorm2d(2 * w, affine=True)
+        self.up2 = _ReflectConv(2 * w, w, 3)
+        self.norm2 = nn.InstanceNorm2d(w, affine=True)
+        self.out = _ReflectConv(w, 3, 9)
 
     def forward(self, x: Tensor) -> Tensor:
         y = self.residuals(self.encoder(x))
         y = torch.relu(self.norm1(self.up1(F.interpolate(y, scale_factor=2.0, mode="nearest"))))
         y = torch.relu(self.norm2(self.up2(F.interpolate(y, scale_factor=2.0, mode="nearest"))))
         return self.out(y)
+
+
+class DcganGenerator(nn.Module):
+    """The DCGAN tutorial's generator: a latent through ConvTranspose2d(4, 2, 1) + BatchNorm + ReLU
+    to a tanh image (64x64 at full width)."""
+
+    def __init__(self, latent: int = 100, width: int = 64) -> None:
+        super().__init__()
+        w = width
+        self.main = nn.Sequential(
+            nn.ConvTranspose2d(latent, w * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(w * 8), nn.ReLU(True),
+            nn.ConvTranspose2d(w * 8, w * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(w * 4), nn.ReLU(True),
+            nn.ConvTranspose2d(w * 4, w * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(w * 2), nn.ReLU(True),
+            nn.ConvTranspose2d(w * 2, w, 4, 2, 1, bias=False), nn.BatchNorm2d(w), nn.ReLU(True),
+            nn.ConvTranspose2d(w, 3, 4, 2, 1, bias=False), nn.Tanh())
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.main(x)
 
 
 def _padding(batch: int, length: int) -> Tensor:
@@ -375,10 +398,15 @@ def _models() -> List[RealModel]:
                   [([torch.rand(3, 320, 320), torch.rand(3, 300, 400)],), ([torch.rand(3, 256, 200)],)],
                   zero_fallbacks=True, selects_by_rank=True),
         # Image-to-image networks transcribed from public examples (narrower): milesial's
-        # Pytorch-UNet, pytorch/examples' super_resolution (ESPCN) and fast_neural_style.
+        # Pytorch-UNet, pytorch/examples' super_resolution (ESPCN), fast_neural_style and the
+        # DCGAN tutorial's generator.
         RealModel("unet", UNet, _images(3, (1, 32, 32), (2, 48, 40)), zero_fallbacks=True, calibrated=True),
         RealModel("espcn", SuperResolution, _images(1, (1, 32, 32), (2, 24, 20)), zero_fallbacks=True),
-        RealModel("style_transfer", StyleTransfer, _images(3, (1, 32, 32), (1, 40, 24)), zero_fallbacks=True),
+        RealModel("style_transfer", lambda: StyleTransfer(width=16, residual_blocks=2),
+                  _images(3, (1, 32, 32), (1, 40, 24)), zero_fallbacks=True),
+        RealModel("dcgan_generator", lambda: DcganGenerator(latent=32, width=16),
+                  [(torch.randn(1, 32, 1, 1),), (torch.randn(3, 32, 1, 1),)], zero_fallbacks=True,
+                  calibrated=True, kernels_pack_every_weight=True),
         RealModel("r3d_18", models.video.r3d_18,
                   [(torch.randn(1, 3, 4, 32, 32),), (torch.randn(2, 3, 8, 24, 28),)], zero_fallbacks=True,
                   calibrated=True),
