@@ -6,7 +6,10 @@
 // differ from the direct algorithm's by rounding only (the tile transforms; within 1e-5 of
 // ATen's on resnet18). A pass of its own so that disabled_passes=["conv_winograd"] switches it
 // off. The direct-packed constants it replaces become dead and the dead-code pass drops them:
-// each weight is still held once.
+// each weight is still held once. A call of fewer than 20x20 output pixels (batch x height x
+// width) runs the direct algorithm instead, on a copy packed for it the first time one comes
+// (ops/conv/onednn_conv_internal.h, winogradPays): a small image reads the larger weight for too
+// few products.
 #include <unordered_map>
 #include <vector>
 

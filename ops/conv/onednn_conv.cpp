@@ -288,6 +288,23 @@ public:
       runSmallImage(p, x, out_sizes, residual);
       return;
     }
+    // A Winograd weight on a small image: the direct algorithm, on a copy of the weight packed
+    // for it (winogradPays).
+    const OneDnnConvWeight& chosen = w.algorithm == ConvAlgorithm::kWinograd &&
+                                             !winogradPays(key.batch * out_sizes[2] * out_sizes[3])
+                                         ? directForm(w, dst_blocked)
+                                         : w;
+    runOneDnn(p, x, chosen, key, out_sizes, out_channels_last, channels_last_format, residual,
+              scale, multiply_adds);
+  }
+
+private:
+  // The convolution on oneDNN's primitives for `key`, with `w`: the node's weight or its
+  // directForm.
+  void runOneDnn(ProcessedNode& p, const at::Tensor& x, const OneDnnConvWeight& w, ConvKey& key,
+                 const std::vector<int64_t>& out_sizes, bool out_channels_last,
+                 at::MemoryFormat channels_last_format, const at::Tensor* residual,
+                 const std::optional<ChannelScale>& scale, int64_t multiply_adds) const {
     key.scaled_weights = scale && scalesWeight(w, key.batch, x.numel() / key.batch);
     key.linear = !epilogue_.activation && !trailing_;
     WorkerPool* workers = p.workers();
@@ -347,7 +364,6 @@ public:
     }
   }
 
-private:
   // The convolution in the blocked pointwise loop (pointwise_activation_ set; x blocked, of few
   // pixels), image by image, its output blocks split over `threads` of the runtime's workers. A
   // squeeze-excitation scale multiplies the image into scratch first, whichever operand

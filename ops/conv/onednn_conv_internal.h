@@ -77,6 +77,10 @@ struct SharedLayouts {
   // A Winograd weight's slices by output channels (winogradOutputSlice), each packed once.
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::shared_ptr<const OneDnnConvWeight>>>
       winograd_output_slices;
+  // A Winograd weight packed for the direct algorithm (directForm), on channels-last or plain
+  // activations and on channel-blocked ones, each once a shape wanted it.
+  std::shared_ptr<const OneDnnConvWeight> direct;
+  std::shared_ptr<const OneDnnConvWeight> direct_blocked;
 };
 
 } // namespace onednn_conv
@@ -237,6 +241,13 @@ at::Tensor plainWeight(const OneDnnConvWeight& w);
 void repackWeight(const OneDnnConvWeight& w, const memory::desc& layout, void* data);
 // The packed weight in `layout`: its own storage, or a copy made once for every runtime.
 void* weightIn(const OneDnnConvWeight& w, const memory::desc& layout);
+// Whether Winograd pays on a convolution of `output_pixels` (batch x height x width) with a
+// Winograd weight: below that, the direct algorithm on directForm(w) (see the definition).
+bool winogradPays(int64_t output_pixels);
+// A Winograd weight packed for the direct algorithm on channel-blocked activations or others (as
+// passes/conv_weight_packing.cpp and passes/blocked_layout.cpp would have packed it): a copy
+// made once for every runtime, the first time a shape wants it.
+const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activations);
 
 // ---- onednn_conv_primitive.cpp: one primitive
 

@@ -4,6 +4,8 @@
 #include "ops/conv/onednn_conv_internal.h"
 
 #include <algorithm>
+#include <iterator>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -248,7 +250,48 @@ std::shared_ptr<const OneDnnConvWeight> storeDirect(std::shared_ptr<OneDnnConvWe
   return w;
 }
 
+// Winograd's products read each element of its weight (16/9 or 4x the direct one's) once per
+// tile of 2x2 or 4x4 output pixels, the direct algorithm's once per output pixel: on a small
+// image the larger weight comes from memory for few products, and the transforms cost what the
+// multiplications saved. In a network, where other layers' weights and activations have pushed
+// it out of the caches, measured (1 thread, AMD EPYC, Zen 5): squeezenet1_1's 48 -> 192 and
+// 64 -> 256 at 13x13 took 207-248 us Winograd against 112-200 direct (alone, the weight still
+// cached, Winograd was 10% faster), and the network varied from 3.3 to 4.2 ms between processes
+// with Winograd (where its weights landed), 3.2-3.3 direct; at 20x20 pixels or fewer
+// (squeezenet's 13x13s, densenet121's and googlenet's 14x14s and 7x7s at batch 1), the network
+// 1-4% faster direct at 1 and 2 threads; 28x28 and above kept Winograd's gain (resnet18 7% slower
+// with its 28x28 layers direct).
+constexpr int64_t kWinogradMinOutputPixels = 400;
+
 } // namespace
+
+bool winogradPays(int64_t output_pixels) {
+  return output_pixels >= kWinogradMinOutputPixels;
+}
+
+const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activations) {
+  TORCH_CHECK(w.algorithm == ConvAlgorithm::kWinograd, "directForm: not a Winograd weight");
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  std::shared_ptr<const OneDnnConvWeight>& form =
+      blocked_activations ? w.shared.direct_blocked : w.shared.direct;
+  if (!form) {
+    auto direct = std::make_shared<OneDnnConvWeight>();
+    direct->arguments = w.arguments;
+    direct->out_channels = w.out_channels;
+    direct->in_channels = w.in_channels;
+    std::copy(std::begin(w.kernel), std::end(w.kernel), std::begin(direct->kernel));
+    direct->multiply = w.multiply;
+    direct->bias = w.bias;
+    form = storeDirect(std::move(direct), plainWeight(w));
+    if (form && blocked_activations) {
+      if (auto blocked = packForBlockedActivations(*form)) {
+        form = std::move(blocked);
+      }
+    }
+    TORCH_CHECK(form, "directForm: oneDNN has no direct convolution for the weight");
+  }
+  return *form;
+}
 
 } // namespace onednn_conv
 

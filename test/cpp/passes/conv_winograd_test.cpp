@@ -213,9 +213,10 @@ void expectEveryThreadingMatchesJit(const torch::jit::Module& module,
 // oneDNN's Winograd picks its weight layout by the thread count its primitive is created with
 // (64 -> 128 channels: output blocks paired on two threads, not on one). Single images of
 // several sizes at 1 and 2 threads, on OpenMP's threads and the runtime's own, whatever the
-// thread count the module was built on: each runs Winograd on the one-thread layout or, on more
-// OpenMP threads, in the layout oneDNN picks for them (the weight read back and packed again,
-// which threw there before), the 64 -> 128 layer at 28x28 too.
+// thread count the module was built on: each large enough for Winograd (28x28, 30x30) runs it on
+// the one-thread layout or, on more OpenMP threads, in the layout oneDNN picks for them (the
+// weight read back and packed again, which threw there before), the 64 -> 128 layer at 28x28
+// too; the smaller ones run direct (winogradPays).
 TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   SKIP_WITHOUT_WINOGRAD();
   const torch::jit::Module module = winogradModule();
@@ -304,6 +305,44 @@ def forward(self, x):
   runtime({x}); // builds the primitives
   const std::string log = oneDnnLog([&] { runtime({x}); });
   EXPECT_NE(winogradLineOf(log, "ic48oc192_ih56").find("wino"), std::string::npos) << log;
+}
+
+// Below 20x20 output pixels a call (ops::winogradPays), a Winograd weight's convolution runs the
+// direct algorithm, on a copy of the weight packed for it once: a 13x13 image direct (its line in
+// oneDNN's log not Winograd), 28x28 and a batch of four 13x13s Winograd; every size matches the
+// JIT twice, in the blocked chain and alone (channels last), on one thread, two OpenMP threads
+// and two own workers.
+TEST(ConvWinograd, SmallImagesRunDirectOnACopyOfTheWeight) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::jit::Module module("SmallImages");
+  for (const char* name : {"a", "b", "c", "alone"}) {
+    module.register_parameter(name, convWeight(64, 64, 3), false);
+  }
+  module.register_parameter("a_bias", torch::randn({64}) * 0.1, false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.a, self.a_bias, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.b, None, 1, 1) + x)
+    c = torch.hardswish(torch.conv2d(b, self.c, None, 1, 1))
+    return c, torch.relu(torch.conv2d(x.contiguous(memory_format=2), self.alone, None, 1, 1))
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  EXPECT_EQ(packedConvs(built.graph()).winograd_nodes, 4u) << built.graph();
+  expectEveryThreadingMatchesJit(module,
+                                 {torch::randn({1, 64, 13, 13}), torch::randn({1, 64, 28, 28}),
+                                  torch::randn({4, 64, 13, 13}), torch::randn({1, 64, 13, 13})});
+  StaticRuntime runtime(built);
+  const auto algorithm_at = [&](const at::Tensor& x, const std::string& shape) {
+    runtime({x}); // builds the primitives
+    const std::string log = oneDnnLog([&] { runtime({x}); });
+    const std::string line = winogradLineOf(log, shape);
+    EXPECT_FALSE(line.empty()) << log;
+    return line.find("wino") != std::string::npos ? "winograd" : "direct";
+  };
+  EXPECT_STREQ(algorithm_at(torch::randn({1, 64, 13, 13}), "ic64oc64_ih13"), "direct");
+  EXPECT_STREQ(algorithm_at(torch::randn({1, 64, 28, 28}), "ic64oc64_ih28"), "winograd");
+  EXPECT_STREQ(algorithm_at(torch::randn({4, 64, 13, 13}), "ic64oc64_ih13"), "winograd");
 }
 
 // The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
