@@ -21,6 +21,7 @@
 #include "ops/core/schema_match.h"
 #include "ops/elementwise/vectorized_loops.h"
 #include "ops/gemm/threads.h"
+#include "ops/shapes/transpose_copy.h"
 
 namespace srt::ops {
 
@@ -34,6 +35,22 @@ std::vector<int64_t> blockedSizes(at::IntArrayRef plain_sizes) {
 bool isBlocked(const at::Tensor& x, int64_t channels) {
   return x.scalar_type() == at::kFloat && x.dim() == 5 && x.is_cpu() && x.is_contiguous() &&
          x.size(4) == kChannelBlock && x.size(1) == (channels + kChannelBlock - 1) / kChannelBlock;
+}
+
+void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t channels,
+                      int64_t pixels) {
+  const int64_t blocks = (channels + kChannelBlock - 1) / kChannelBlock;
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t lanes = std::min(kChannelBlock, channels - b * kChannelBlock);
+      float* block = out + (n * blocks + b) * pixels * kChannelBlock;
+      if (lanes < kChannelBlock) {
+        std::memset(block, 0, static_cast<size_t>(pixels * kChannelBlock) * sizeof(float));
+      }
+      transposeMatrix(in + (n * channels + b * kChannelBlock) * pixels, pixels, block,
+                      kChannelBlock, lanes, pixels);
+    }
+  }
 }
 
 at::Tensor toBlocked(const at::Tensor& x) {

@@ -168,6 +168,9 @@ struct OneDnnConvState final : NodeState {
   memory src_user, src, weights, bias, dst, dst_user, scratchpad;
   dnnl::reorder src_reorder, dst_reorder, residual_reorder;
   bool reorder_src = false;
+  // Where that source reorder is dense NCHW into the blocked layout: its images, channels and
+  // pixels an image, run as planesIntoBlocks (images 0: src_reorder runs).
+  int64_t src_planes[3] = {0, 0, 0};
   bool reorder_dst = false;
   // dst_user is a range of a larger output's channels (ConvShape::dst_whole): a trailing
   // activation applies to the dense result in scratch, before the reorder into the range.

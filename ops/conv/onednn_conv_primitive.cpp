@@ -419,6 +419,17 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   state.dst_user = memory(dst_user, engine, DNNL_MEMORY_NONE);
   state.src = memory(pd.src_desc(0), engine, DNNL_MEMORY_NONE);
   state.dst = memory(pd.dst_desc(0), engine, DNNL_MEMORY_NONE);
+  state.src_planes[0] = 0;
+  if (state.reorder_src &&
+      src_user == memory::desc(src_dims, kF32, activationTag(spatial_dims, false)) &&
+      pd.src_desc(0) == memory::desc(src_dims, kF32, blockedTag(spatial_dims))) {
+    state.src_planes[0] = src_dims[0];
+    state.src_planes[1] = src_dims[1];
+    state.src_planes[2] = 1;
+    for (int i = 0; i < spatial_dims; ++i) {
+      state.src_planes[2] *= src_dims[2 + i];
+    }
+  }
   try {
     if (state.reorder_src) {
       state.src_reorder = dnnl::reorder(state.src_user, state.src);
@@ -559,7 +570,11 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
       std::memcpy(out, residual, state.dst_user.get_desc().get_size());
     }
   }
-  if (state.reorder_src) {
+  if (state.src_planes[0] > 0) {
+    planesIntoBlocks(static_cast<const float*>(x),
+                     reinterpret_cast<float*>(scratch + state.src_offset), state.src_planes[0],
+                     state.src_planes[1], state.src_planes[2]);
+  } else if (state.reorder_src) {
     execute(state.stream, state.src_reorder,
             {{DNNL_ARG_FROM, state.src_user.get()}, {DNNL_ARG_TO, state.src.get()}});
   }

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
 
 #include <dnnl.h>
 #include <gtest/gtest.h>
@@ -19,6 +22,13 @@ template <typename Run> std::string oneDnnLog(const Run& run) {
   run();
   dnnl_set_verbose(0);
   return ::testing::internal::GetCapturedStdout();
+}
+
+// The log of `runtime`'s second call on `inputs`: the first builds the primitives.
+template <typename Runtime>
+std::string steadyStateLog(Runtime& runtime, const std::vector<c10::IValue>& inputs) {
+  runtime(inputs);
+  return oneDnnLog([&] { runtime(inputs); });
 }
 
 } // namespace srt::testing

@@ -5,6 +5,8 @@
 // get srt::from_blocked. The results match the JIT through our kernels (layouts, batches, shapes,
 // twice each, with the runtime's own workers too) and through the ops' JIT references; short
 // chains and 3x3 convolutions of many channels stay channels last.
+#include <limits>
+
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
@@ -13,6 +15,7 @@
 #include "harness/differential.h"
 #include "harness/onednn_log.h"
 #include "harness/pass_testing.h"
+#include "ops/conv/blocked_layout.h"
 #include "passes/graph_passes.h"
 #include "passes/prepare.h"
 #include "static_runtime/static_runtime.h"
@@ -318,6 +321,52 @@ def forward(self, x):
   }
 }
 
+// A ShuffleNet block's branch: a channel half of an NCHW tensor (58 of 116 channels: the last
+// block padded) into a chain of 1x1, depthwise 3x3 and 1x1 convolutions, concatenated with the
+// other half. The first convolution converts its one-image input with tiled transposes
+// (ops::planesIntoBlocks: no NCHW -> blocked reorder in oneDNN's log), two images (a slab whose
+// images are the whole's apart) with oneDNN's reorder; both match the JIT twice, on one thread
+// and on two own workers.
+TEST(BlockedLayout, AnNchwChannelHalfEntersTheChainTransposed) {
+  torch::jit::Module module("ShuffleBranch");
+  module.register_parameter("first", convWeight(58, 58, 1), false);
+  module.register_parameter("dw", convWeight(58, 1, 3), false);
+  module.register_parameter("last", convWeight(58, 58, 1), false);
+  module.define(R"JIT(
+def forward(self, x):
+    a, b = x.chunk(2, 1)
+    c = torch.relu(torch.conv2d(b, self.first))
+    d = torch.conv2d(c, self.dw, None, 1, 1, 1, 58)
+    return torch.cat([a, torch.relu(torch.conv2d(d, self.last))], 1)
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  ASSERT_EQ(countOp(built.graph(), "srt::blocked_conv2d"), 3u) << built.graph();
+  RuntimeOptions own;
+  own.intra_op_threads = 2;
+  own.workers = IntraOpWorkers::kOwn;
+  for (const at::Tensor& x : {torch::randn({1, 116, 14, 12}), torch::randn({2, 116, 9, 7})}) {
+    expectRuntimeMatchesJit(module, {x}, {}, {}, 1e-4);
+    expectRuntimeMatchesJit(module, {x}, {}, own, 1e-4);
+  }
+  StaticRuntime runtime(built);
+  const at::Tensor x = torch::randn({1, 116, 14, 12});
+  const std::string log = steadyStateLog(runtime, {x});
+  EXPECT_EQ(log.find("src_f32::blocked:abcd"), std::string::npos) << log;
+}
+
+// The conversion itself, into memory holding NaNs: ATen's (toBlocked) exactly, the padding lanes
+// zero, for a padded last block, whole blocks and fewer channels than a block.
+TEST(BlockedLayout, PlanesIntoBlocksMatchesTheConversion) {
+  for (const int64_t channels : {58, 32, 3}) {
+    const at::Tensor x = torch::randn({2, channels, 7, 5});
+    const at::Tensor expected = ops::toBlocked(x);
+    at::Tensor out = at::full(expected.sizes(), std::numeric_limits<float>::quiet_NaN());
+    ops::planesIntoBlocks(x.data_ptr<float>(), out.data_ptr<float>(), 2, channels, 35);
+    EXPECT_TRUE(torch::equal(out, expected)) << channels;
+  }
+}
+
 // A RegNet's Y block: 1x1, grouped 3x3 (160 channels in groups of 16), squeeze-excitation, 1x1 +
 // residual, then 1x1 and a strided grouped 3x3 (groups of 32). The grouped convolutions, wider
 // than the dense ones a chain takes, join the 1x1s' chain: no conversion but the input's and the
@@ -354,8 +403,7 @@ def forward(self, x):
   expectTwoThreadsMatchJit(module, built, inputs);
   StaticRuntime runtime(built);
   const at::Tensor x = torch::randn({1, 32, 14, 14});
-  runtime({x}); // builds the primitives
-  const std::string log = oneDnnLog([&] { runtime({x}); });
+  const std::string log = steadyStateLog(runtime, {x});
   EXPECT_EQ(log.find("convolution,ref"), std::string::npos) << log;
 }
 

@@ -178,8 +178,7 @@ TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
   StaticModule built(module);
   StaticRuntime runtime(built, options);
   const at::Tensor x = torch::randn({1, 64, 28, 28});
-  runtime({x}); // builds the primitives
-  const std::string log = oneDnnLog([&] { runtime({x}); });
+  const std::string log = steadyStateLog(runtime, {x});
   EXPECT_NE(log.find("ic128oc64_ih28"), std::string::npos) << log;
   EXPECT_NE(log.find("wino"), std::string::npos) << log;
 }
@@ -231,8 +230,7 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   options.intra_op_threads = 2;
   options.workers = IntraOpWorkers::kOpenMp;
   StaticRuntime runtime(built, options);
-  runtime({inputs[0]}); // builds the primitives
-  const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
+  const std::string log = steadyStateLog(runtime, {inputs[0]});
   EXPECT_NE(winogradLineOf(log, "ic64oc128_ih28").find("wino"), std::string::npos) << log;
 }
 
@@ -266,8 +264,7 @@ def forward(self, x):
                                        torch::randn({2, 64, 13, 17})};
   expectEveryThreadingMatchesJit(module, inputs);
   StaticRuntime runtime(built);
-  runtime({inputs[0]}); // builds the primitives
-  const std::string log = oneDnnLog([&] { runtime({inputs[0]}); });
+  const std::string log = steadyStateLog(runtime, {inputs[0]});
   size_t convolutions = 0;
   for (size_t at = log.find("convolution"); at != std::string::npos;
        at = log.find("convolution", at + 1)) {
@@ -302,8 +299,7 @@ def forward(self, x):
   EXPECT_EQ(packedConvs(built.graph()).winograd_nodes, 1u) << built.graph();
   StaticRuntime runtime(built, options);
   const at::Tensor x = torch::randn({1, 48, 56, 56});
-  runtime({x}); // builds the primitives
-  const std::string log = oneDnnLog([&] { runtime({x}); });
+  const std::string log = steadyStateLog(runtime, {x});
   EXPECT_NE(winogradLineOf(log, "ic48oc192_ih56").find("wino"), std::string::npos) << log;
 }
 
@@ -334,8 +330,7 @@ def forward(self, x):
                                   torch::randn({4, 64, 13, 13}), torch::randn({1, 64, 13, 13})});
   StaticRuntime runtime(built);
   const auto algorithm_at = [&](const at::Tensor& x, const std::string& shape) {
-    runtime({x}); // builds the primitives
-    const std::string log = oneDnnLog([&] { runtime({x}); });
+    const std::string log = steadyStateLog(runtime, {x});
     const std::string line = winogradLineOf(log, shape);
     EXPECT_FALSE(line.empty()) << log;
     return line.find("wino") != std::string::npos ? "winograd" : "direct";
