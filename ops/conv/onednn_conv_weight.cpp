@@ -4,7 +4,6 @@
 #include "ops/conv/onednn_conv_internal.h"
 
 #include <algorithm>
-#include <iterator>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -275,13 +274,8 @@ const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activ
   std::shared_ptr<const OneDnnConvWeight>& form =
       blocked_activations ? w.shared.direct_blocked : w.shared.direct;
   if (!form) {
-    auto direct = std::make_shared<OneDnnConvWeight>();
-    direct->arguments = w.arguments;
-    direct->out_channels = w.out_channels;
-    direct->in_channels = w.in_channels;
-    std::copy(std::begin(w.kernel), std::end(w.kernel), std::begin(direct->kernel));
-    direct->multiply = w.multiply;
-    direct->bias = w.bias;
+    auto direct = std::make_shared<OneDnnConvWeight>(w); // arguments, sizes, precision, bias
+    direct->algorithm = ConvAlgorithm::kDirect;
     form = storeDirect(std::move(direct), plainWeight(w));
     if (form && blocked_activations) {
       if (auto blocked = packForBlockedActivations(*form)) {
