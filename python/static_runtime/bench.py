@@ -62,13 +62,46 @@ OURS_BINDING = "ours_binding"
 ENVIRONMENT_KEYS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
                     "OMP_NUM_THREADS", "OMP_WAIT_POLICY")
 # Outputs must agree with the reference before anything is timed: a benchmark of wrong answers
-# measures nothing. ONNX Runtime reorders reductions (fused LayerNorm, GELU), hence the margin.
-TOLERANCE = {"rtol": 1e-3, "atol": 1e-4}
-# Ours multiplying in bfloat16 (8 mantissa bits) differs more: its largest difference from the
-# reference, relative to the reference's largest magnitude (at least 1), must stay below this.
-# Deep networks accumulate it: mobilenet_v2 (52 convolutions, BatchNorm calibrated) differs by
-# 0.038 at batch 1 and 0.07 of its largest logit at batch 8, resnet18 by 0.01.
+# measures nothing. Agreement is measured as the test suite measures it (test_real_models.py): the
+# largest difference relative to the reference's largest magnitude. Deep float32 networks round
+# differently in equally valid kernels, and by an amount that scales with their values, not with
+# each element: inception_v3 at 224x224 (logits up to ~8) differs from the frozen reference by
+# 4e-4 in eager PyTorch, 2e-4 in optimize_for_inference and 7e-4 in ours (Winograd), all under
+# 1e-4 of its scale, where an element-wise rtol 1e-3 + atol 1e-4 rejected all three; ONNX Runtime
+# reorders reductions too (fused LayerNorm, GELU). A wrong kernel is off by far more.
+TOLERANCE = 3e-4
+# Ours multiplying in bfloat16 (8 mantissa bits) differs more. Deep networks accumulate it:
+# mobilenet_v2 (52 convolutions, BatchNorm calibrated) differs by 0.038 at batch 1 and 0.07 of its
+# largest logit at batch 8, resnet18 by 0.01.
 BF16_TOLERANCE = 5e-2
+
+
+def assert_agrees(actual: Any, expected: Any, tolerance: float = TOLERANCE) -> None:
+    """Raises AssertionError unless `actual` holds as many tensors as `expected` (in tuples,
+    lists and dicts, in order; a scripted torchvision network returns a named tuple with None
+    where its eager twin returns the tensor alone), of the same shapes and dtypes, and every
+    floating-point one lies within `tolerance` of the corresponding expected tensor's largest
+    finite magnitude (1 where that is 0), with NaNs in the same places; other tensors must be
+    equal."""
+    got_tensors, want_tensors = ort.tensors_in(actual), ort.tensors_in(expected)
+    assert len(got_tensors) == len(want_tensors), (
+        f"{len(got_tensors)} tensors in the result, {len(want_tensors)} in the reference")
+    for index, (got, want) in enumerate(zip(got_tensors, want_tensors)):
+        assert got.shape == want.shape and got.dtype == want.dtype, (
+            f"tensor {index}: {got.dtype} {list(got.shape)}, the reference's {want.dtype} "
+            f"{list(want.shape)}")
+        if not want.is_floating_point():
+            assert torch.equal(got, want), f"tensor {index}: values differ"
+            continue
+        assert torch.equal(got.isnan(), want.isnan()), f"tensor {index}: NaN in different places"
+        finite = ~want.isnan()
+        if not finite.any():
+            continue
+        scale = want[finite].abs().max().item() or 1.0
+        difference = (got[finite].double() - want[finite].double()).abs().max().item()
+        assert difference <= tolerance * scale, (
+            f"tensor {index}: largest difference {difference:.3g}, {difference / scale:.3g} of "
+            f"the reference's largest magnitude {scale:.3g} (allowed: {tolerance:g})")
 
 
 class Runner:
@@ -159,27 +192,9 @@ def _script(model: Any, inputs: Tuple[Any, ...]) -> torch.jit.ScriptModule:
         return torch.jit.trace(model, inputs, check_trace=False)
 
 
-def _tensors(value: Any) -> List[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [tensor for item in value for tensor in _tensors(item)]
-    if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in _tensors(item)]
-    return []
-
-
 def _check(name: str, actual: Any, expected: Any) -> Optional[str]:
     try:
-        if name == "ours_bf16":
-            torch.testing.assert_close(actual, expected, rtol=float("inf"), atol=float("inf"))
-            for got, want in zip(_tensors(actual), _tensors(expected)):
-                if want.is_floating_point() and want.numel():
-                    scale = max(1.0, want.abs().max().item())
-                    error = (got - want).abs().max().item() / scale
-                    assert error <= BF16_TOLERANCE, f"difference {error:.3g} of the largest value"
-        else:
-            torch.testing.assert_close(actual, expected, **TOLERANCE)
+        assert_agrees(actual, expected, BF16_TOLERANCE if name == "ours_bf16" else TOLERANCE)
     except (AssertionError, TypeError, ValueError) as error:
         return f"{LABELS[name]} disagrees with the reference: {str(error).splitlines()[0]}"
     return None
@@ -508,5 +523,5 @@ def default_runner_script() -> Optional[str]:
     return ort.find_runner()
 
 
-__all__ = ["compare", "format_table", "header", "trace", "environment", "openblas_threads",
+__all__ = ["compare", "format_table", "assert_agrees", "header", "trace", "environment", "openblas_threads",
            "calibrate_batch_norm", "RUNTIMES", "LABELS", "default_runner_script"]

@@ -157,6 +157,27 @@ def test_cli_rejects_bad_arguments(tmp_path, capsys):
     assert "--input SHAPE" in capsys.readouterr().err
 
 
+def test_outputs_agree_relative_to_the_references_scale():
+    # Logits up to 8: a 4e-4 rounding difference (inception_v3 in eager PyTorch against frozen
+    # TorchScript) on an element near zero is agreement; a result 1% off is not.
+    expected = torch.tensor([8.0, -3.0, 0.001])
+    bench.assert_agrees(expected + torch.tensor([0.0, 0.0, 4e-4]), expected)
+    with pytest.raises(AssertionError, match="largest difference"):
+        bench.assert_agrees(expected * 1.01, expected)
+    # The bound follows the scale down: tiny outputs are not accepted by an absolute floor.
+    tiny = expected * 1e-6
+    with pytest.raises(AssertionError):
+        bench.assert_agrees(tiny * 1.01, tiny)
+    with pytest.raises(AssertionError):
+        bench.assert_agrees(torch.tensor([float("nan"), 1.0]), torch.tensor([0.0, 1.0]))
+    with pytest.raises(AssertionError):
+        bench.assert_agrees(torch.zeros(2, 3), torch.zeros(3, 2))
+    with pytest.raises(AssertionError):
+        bench.assert_agrees(torch.tensor([1, 2]), torch.tensor([1, 3]))
+    bench.assert_agrees((torch.zeros(2), torch.tensor([float("nan")])),
+                        (torch.zeros(2), torch.tensor([float("nan")])))
+
+
 def test_input_specs_and_threads_parse():
     assert parse_input_spec("8x64") == {"shape": [8, 64], "dtype": torch.float32}
     assert parse_input_spec("scalar:int64") == {"shape": [], "dtype": torch.int64}
