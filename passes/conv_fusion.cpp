@@ -2,14 +2,14 @@
 // srt::fused_conv2d/3d (ops/conv/convolution.cpp), which applies them while the output is still in
 // cache (oneDNN post-ops, or one vectorized pass after the small convolutions' GEMM). What
 // torchvision's networks write after a (BatchNorm-folded) convolution: ReLU (ResNet, VGG,
-// DenseNet), ReLU6 as hardtanh (MobileNetV2), hardswish / hardsigmoid (MobileNetV3), SiLU
-// (EfficientNet), GELU, leaky ReLU, sigmoid, tanh; and `out += identity` before ResNet's last ReLU,
-// or alone (inverted residual blocks); the same after the 3-D convolutions of video networks
-// (r3d_18's ReLUs and residual adds); and an activation after a 1-D convolution, which
-// conv1d_lowering leaves as conv2d + squeeze (wav2vec2's feature extractor: conv1d + GELU): the
-// activation moves before the squeeze, a view it commutes with. The add is either operand order
-// with alpha 1; the matcher only matches when the convolution's (and the add's) output has no other
-// use.
+// DenseNet), ReLU6 as hardtanh (MobileNetV2) or, written by hand, clamp(0, 6), hardswish /
+// hardsigmoid (MobileNetV3), SiLU (EfficientNet), GELU, leaky ReLU, sigmoid, tanh; and `out +=
+// identity` before ResNet's last ReLU, or alone (inverted residual blocks); the same after the 3-D
+// convolutions of video networks (r3d_18's ReLUs and residual adds); and an activation after a 1-D
+// convolution, which conv1d_lowering leaves as conv2d + squeeze (wav2vec2's feature extractor:
+// conv1d + GELU): the activation moves before the squeeze, a view it commutes with. The add is
+// either operand order with alpha 1; the matcher only matches when the convolution's (and the
+// add's) output has no other use.
 #include <string>
 #include <unordered_map>
 
@@ -46,6 +46,9 @@ const std::vector<ActivationPattern>& activations() {
   static const std::vector<ActivationPattern> patterns = {
       {"relu", "%r = aten::relu(%y)", "", "", {}},
       {"hardtanh", "%r = aten::hardtanh(%y, %min, %max)", "min", "max", {}},
+      // torch.clamp(y, 0, 6), as ReLU6 is often written by hand: hardtanh with those bounds.
+      {"hardtanh", "%r = aten::clamp(%y, %min, %max)", "min", "max",
+       constantNumbers({"min", "max"})},
       {"leaky_relu", "%r = aten::leaky_relu(%y, %slope)", "slope", "", {}},
       {"sigmoid", "%r = aten::sigmoid(%y)", "", "", {}},
       {"tanh", "%r = aten::tanh(%y)", "", "", {}},

@@ -147,6 +147,20 @@ FusionFilter constantBoolIs(std::string name, bool expected) {
   };
 }
 
+FusionFilter constantNumbers(std::vector<std::string> names) {
+  return [names =
+              std::move(names)](const torch::jit::Match& match,
+                                const std::unordered_map<std::string, torch::jit::Value*>& values) {
+    for (const std::string& name : names) {
+      const auto constant = torch::jit::toIValue(match.values_map.at(values.at(name)));
+      if (!constant || !(constant->isInt() || constant->isDouble())) {
+        return false;
+      }
+    }
+    return true;
+  };
+}
+
 void registerFusionPattern(const std::string& family, FusionPattern pattern) {
   registry()[family].push_back(std::move(pattern));
 }

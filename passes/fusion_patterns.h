@@ -42,6 +42,9 @@ FusionFilter constantStringIs(std::string name, std::string expected);
 // filter rather than a constant inside the pattern: the graph shares one constant among every op
 // that takes the same value, and a match must not take a node whose output is used outside it.
 FusionFilter constantBoolIs(std::string name, bool expected);
+// A filter taking a match only where each of the pattern's values `names` is a constant number
+// (int or float, not None): clamp's bounds, where both make it hardtanh.
+FusionFilter constantNumbers(std::vector<std::string> names);
 
 // Adds a pattern to `family`; patterns of a family are tried in registration order.
 void registerFusionPattern(const std::string& family, FusionPattern pattern);

@@ -24,7 +24,8 @@ torch::jit::Module convModule(int64_t channels, const std::string& source) {
   return module;
 }
 
-// One convolution per activation, the ReLU6 of MobileNetV2 as hardtanh(0, 6), ResNet's residual
+// One convolution per activation, the ReLU6 of MobileNetV2 as hardtanh(0, 6) and as written by
+// hand, clamp(0, 6) (and clamp with int bounds), ResNet's residual
 // then ReLU either operand order, and an inverted-residual add with no activation.
 constexpr const char* kEveryForm = R"JIT(
 def forward(self, x):
@@ -42,7 +43,9 @@ def forward(self, x):
     r1 = torch.relu(torch.conv2d(x * 11.0, self.w, self.b, 1, 1) + identity)
     r2 = torch.relu(identity + torch.conv2d(x * 12.0, self.w, self.b, 1, 1))
     r3 = torch.conv2d(x * 13.0, self.w, self.b, 1, 1) + identity
-    return c, a1, a2, a3, a4, a5, a6, a7, a8, a9, r1, r2, r3
+    a10 = torch.clamp(torch.conv2d(x * 14.0, self.w, self.b, 1, 1), 0.0, 6.0)
+    a11 = torch.conv2d(x * 15.0, self.w, self.b, 1, 1).clamp(-1, 2)
+    return c, a1, a2, a3, a4, a5, a6, a7, a8, a9, r1, r2, r3, a10, a11
 )JIT";
 
 TEST(ConvFusion, FusesEveryWrittenForm) {
@@ -50,12 +53,12 @@ TEST(ConvFusion, FusesEveryWrittenForm) {
   auto fused = expectPassPreservesResults(
       passes::fuseConvEpilogues, graph,
       {{torch::randn({1, 8, 6, 6})}, {torch::randn({2, 8, 5, 7})}}, /*expect_changed=*/true, 1e-4);
-  EXPECT_EQ(countKind(*fused, "srt::fused_conv2d"), 12u) << *fused;
+  EXPECT_EQ(countKind(*fused, "srt::fused_conv2d"), 14u) << *fused;
   // The plain one, and the projection whose output is used twice.
   EXPECT_EQ(countKind(*fused, "aten::conv2d"), 2u) << *fused;
-  for (const char* op :
-       {"aten::relu", "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid", "aten::tanh",
-        "aten::silu", "aten::hardswish", "aten::hardsigmoid", "aten::gelu", "aten::add"}) {
+  for (const char* op : {"aten::relu", "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid",
+                         "aten::tanh", "aten::silu", "aten::hardswish", "aten::hardsigmoid",
+                         "aten::gelu", "aten::add", "aten::clamp"}) {
     EXPECT_EQ(countKind(*fused, op), 0u) << op << "\n" << *fused;
   }
 }
@@ -77,7 +80,8 @@ TEST(ConvFusion, LeavesNearMissesAlone) {
 def forward(self, x):
     y = torch.conv2d(x, self.w, self.b, 1, 1)
     scaled = torch.add(torch.conv2d(x, self.w, self.b, 1, 1), y, alpha=2)
-    return torch.relu(y), y, scaled
+    floor_only = torch.clamp(torch.conv2d(x * 2.0, self.w, self.b, 1, 1), 0.0)
+    return torch.relu(y), y, scaled, floor_only
 )JIT"))
                    .graph;
   auto result =
