@@ -89,6 +89,11 @@ bool useBlockedLayout(GraphPtr& graph);
 // scales the weight instead of the image where that is less work (conv_channel_scale.cpp).
 bool fuseConvChannelScales(GraphPtr& graph);
 
+// A blocked 1x1 convolution whose one reader is a blocked depthwise one -> srt::blocked_conv2d_dw,
+// which oneDNN computes as one primitive where the expanded image would leave the caches
+// (pointwise_depthwise_fusion.cpp).
+bool fusePointwiseDepthwise(GraphPtr& graph);
+
 // aten::linear / srt::fused_linear with a constant weight -> srt::fused_linear.packed on one
 // constant holding the weight packed for oneDNN; the plain weight constants become dead
 // (linear_weight_packing.cpp).

@@ -98,6 +98,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After blocked_layout and the weight packings, whose convolutions it takes as they end
       // up (packed or blocked, Winograd or bfloat16: the kernel decides what it can scale).
       {"conv_channel_scale", fuseConvChannelScales},
+      // After blocked_layout (it fuses blocked convolutions) and conv_channel_scale (a scaled
+      // convolution is not one it fuses).
+      {"pointwise_depthwise_fusion", fusePointwiseDepthwise},
       // Last: rewrites above leave the nodes they replaced unused.
       {"dead_code", eliminateDeadCode},
   };

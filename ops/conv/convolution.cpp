@@ -99,19 +99,23 @@ const ConvActivation* findActivation(c10::string_view name) {
 } // namespace
 
 std::optional<ConvEpilogue> constantConvEpilogue(const torch::jit::Node* node) {
+  return constantConvEpilogue(node->inputs());
+}
+
+std::optional<ConvEpilogue> constantConvEpilogue(ConvInputs inputs) {
   ConvEpilogue epilogue;
-  if (node->inputs().size() <= kResidual) {
+  if (inputs.size() <= kResidual) {
     return epilogue; // aten::conv2d/conv3d
   }
-  const c10::TypePtr& residual = node->input(kResidual)->type();
+  const c10::TypePtr& residual = inputs[kResidual]->type();
   if (residual->kind() != c10::TypeKind::NoneType &&
       !residual->isSubtypeOf(*c10::TensorType::get())) {
     return std::nullopt;
   }
   epilogue.has_residual = residual->kind() != c10::TypeKind::NoneType;
-  const auto name = torch::jit::constant_as<std::string>(node->input(kActivation));
-  const auto a = torch::jit::toIValue(node->input(kActA));
-  const auto b = torch::jit::toIValue(node->input(kActB));
+  const auto name = torch::jit::constant_as<std::string>(inputs[kActivation]);
+  const auto a = torch::jit::toIValue(inputs[kActA]);
+  const auto b = torch::jit::toIValue(inputs[kActB]);
   if (!name || !a || !b || !a->isScalar() || !b->isScalar() || a->toScalar().isComplex() ||
       b->toScalar().isComplex()) {
     return std::nullopt;
@@ -265,11 +269,14 @@ ConvOutputLayout outputLayout(const torch::jit::Node* node) {
                                                                   : ConvOutputLayout::kAsInput;
 }
 
-// srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
-std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int spatial_dims) {
-  const auto weight = torch::jit::toIValue(node->input(kWeight));
-  const std::optional<ConvArguments> arguments = constantConvArguments(node, spatial_dims);
-  const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
+// The kernel of a packed convolution whose inputs are `inputs` (srt::packed_conv2d/3d's
+// positions), writing `layout`; std::nullopt when its arguments are not constants or not the
+// packed weight's.
+std::optional<KernelFunction> packedConvKernel(ConvInputs inputs, int spatial_dims,
+                                               ConvOutputLayout layout, int scale_input) {
+  const auto weight = torch::jit::toIValue(inputs[kWeight]);
+  const std::optional<ConvArguments> arguments = constantConvArguments(inputs, spatial_dims);
+  const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(inputs);
   if (!weight || !weight->isCustomClass() || !arguments || !epilogue) {
     return std::nullopt;
   }
@@ -277,11 +284,15 @@ std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int
   if (!(convArguments(*packed->packed) == *arguments)) {
     return std::nullopt;
   }
-  const ConvOutputLayout layout = outputLayout(node);
-  const int scale_input = node->inputs().size() > kScale ? kScale : -1;
   return makeOneDnnConvKernel(packed->packed, *epilogue, kResidual, scale_input, layout,
                               layout == ConvOutputLayout::kBlocked ? blockedReferenceIntoOutput
                                                                    : referenceIntoOutput);
+}
+
+// srt::packed_conv2d/3d: oneDNN with the weight packed by passes/conv_weight_packing.cpp.
+std::optional<KernelFunction> packedConvKernel(const torch::jit::Node* node, int spatial_dims) {
+  const int scale_input = node->inputs().size() > kScale ? kScale : -1;
+  return packedConvKernel(node->inputs(), spatial_dims, outputLayout(node), scale_input);
 }
 
 // Every convolution with a constant weight runs on oneDNN with the weight packed now (when
@@ -329,10 +340,14 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
 } // namespace
 
 std::optional<ConvArguments> constantConvArguments(const torch::jit::Node* node, int spatial_dims) {
-  const auto stride = constantList(node->input(kStride), spatial_dims);
-  const auto padding = constantList(node->input(kPadding), spatial_dims);
-  const auto dilation = constantList(node->input(kDilation), spatial_dims);
-  const auto groups = torch::jit::constant_as<int64_t>(node->input(kGroups));
+  return constantConvArguments(node->inputs(), spatial_dims);
+}
+
+std::optional<ConvArguments> constantConvArguments(ConvInputs inputs, int spatial_dims) {
+  const auto stride = constantList(inputs[kStride], spatial_dims);
+  const auto padding = constantList(inputs[kPadding], spatial_dims);
+  const auto dilation = constantList(inputs[kDilation], spatial_dims);
+  const auto groups = torch::jit::constant_as<int64_t>(inputs[kGroups]);
   if (!stride || !padding || !dilation || !groups || *groups <= 0) {
     return std::nullopt;
   }
@@ -348,6 +363,10 @@ std::optional<ConvArguments> constantConvArguments(const torch::jit::Node* node,
   }
   arguments.groups = *groups;
   return arguments;
+}
+
+std::optional<KernelFunction> blockedConvKernel(ConvInputs inputs) {
+  return packedConvKernel(inputs, 2, ConvOutputLayout::kBlocked, /*scale_input=*/-1);
 }
 
 SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, convFactory);

@@ -122,6 +122,8 @@ const at::Tensor& convBias(const OneDnnConvWeight& packed);
 const ConvArguments& convArguments(const OneDnnConvWeight& packed);
 int64_t convInChannels(const OneDnnConvWeight& packed);
 int64_t convOutChannels(const OneDnnConvWeight& packed);
+// The kernel's extent along spatial dim `dim` (0: height).
+int64_t convKernelSize(const OneDnnConvWeight& packed, int dim);
 
 // How a convolution kernel lays out its output: as its input (contiguous or channels last),
 // channels last whatever the input's layout (a stem reading NCHW, kChannelsLastOutput), or

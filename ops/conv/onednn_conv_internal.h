@@ -6,6 +6,7 @@
 //   onednn_conv_primitive.cpp  one primitive: descriptors, post-ops, building, running
 //   onednn_conv_pieces.cpp     a convolution split into pieces over the runtime's own workers
 //   onednn_conv.cpp            the node's kernel: our own loops or oneDNN, per input shape
+//   onednn_conv_fused_depthwise.cpp  srt::blocked_conv2d_dw: a 1x1 and a depthwise convolution
 #pragma once
 
 #include <cstdint>

@@ -403,6 +403,10 @@ int64_t convInChannels(const OneDnnConvWeight& packed) {
   return packed.in_channels;
 }
 
+int64_t convKernelSize(const OneDnnConvWeight& packed, int dim) {
+  return packed.kernel[dim];
+}
+
 int64_t convOutChannels(const OneDnnConvWeight& packed) {
   return packed.out_channels;
 }

@@ -32,6 +32,14 @@ const char* const kScaledBlockedConv2dSchema =
     "Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
     "str activation, Scalar act_a, Scalar act_b, Tensor scale) -> Tensor";
 
+const char* const kBlockedConv2dDwSchema =
+    "srt::blocked_conv2d_dw(Tensor input, __torch__.torch.classes.srt.ConvWeight weight, Tensor? "
+    "bias, int[2] stride, int[2] padding, int[2] dilation, int groups, Tensor? residual, "
+    "str activation, Scalar act_a, Scalar act_b, "
+    "__torch__.torch.classes.srt.ConvWeight dw_weight, Tensor? dw_bias, int[2] dw_stride, "
+    "int[2] dw_padding, int[2] dw_dilation, int dw_groups, Tensor? dw_residual, "
+    "str dw_activation, Scalar dw_act_a, Scalar dw_act_b) -> Tensor";
+
 c10::intrusive_ptr<PackedConvWeight> packConvWeightConstant(const at::Tensor& weight,
                                                             const at::Tensor& bias,
                                                             const ConvArguments& arguments) {
@@ -92,6 +100,22 @@ scaledConvReference(const at::Tensor& input, const c10::intrusive_ptr<PackedConv
                    activation, act_a, act_b);
 }
 
+// What the JIT runs for srt::blocked_conv2d_dw: the two convolutions it fused, one after the other.
+at::Tensor blockedConvDwReference(
+    const at::Tensor& input, const c10::intrusive_ptr<PackedConvWeight>& weight,
+    const c10::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding,
+    at::IntArrayRef dilation, int64_t groups, const c10::optional<at::Tensor>& residual,
+    c10::string_view activation, const at::Scalar& act_a, const at::Scalar& act_b,
+    const c10::intrusive_ptr<PackedConvWeight>& dw_weight, const c10::optional<at::Tensor>& dw_bias,
+    at::IntArrayRef dw_stride, at::IntArrayRef dw_padding, at::IntArrayRef dw_dilation,
+    int64_t dw_groups, const c10::optional<at::Tensor>& dw_residual, c10::string_view dw_activation,
+    const at::Scalar& dw_act_a, const at::Scalar& dw_act_b) {
+  const at::Tensor pointwise = blockedConvReference(input, weight, bias, stride, padding, dilation,
+                                                    groups, residual, activation, act_a, act_b);
+  return blockedConvReference(pointwise, dw_weight, dw_bias, dw_stride, dw_padding, dw_dilation,
+                              dw_groups, dw_residual, dw_activation, dw_act_a, dw_act_b);
+}
+
 } // namespace
 
 // The class first: the op's schema names it.
@@ -107,6 +131,8 @@ TORCH_LIBRARY_FRAGMENT(srt, m) {
         scaledConvReference<packedConvReference>);
   m.def(torch::schema(kScaledBlockedConv2dSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
         scaledConvReference<blockedConvReference>);
+  m.def(torch::schema(kBlockedConv2dDwSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        blockedConvDwReference);
 }
 
 } // namespace srt::ops

@@ -41,6 +41,12 @@ extern const char* const kBlockedConv2dSchema;
 // is the smaller (ops/conv/onednn_conv.h).
 extern const char* const kScaledPackedConv2dSchema;
 extern const char* const kScaledBlockedConv2dSchema;
+// srt::blocked_conv2d_dw: an srt::blocked_conv2d 1x1 convolution (inputs 0-10, no residual) whose
+// one reader is a depthwise srt::blocked_conv2d (its inputs but the first at 11-20, no residual):
+// passes/pointwise_depthwise_fusion.cpp makes it, ops/conv/pointwise_depthwise.cpp runs it.
+extern const char* const kBlockedConv2dDwSchema;
+// Where the depthwise convolution's inputs start in srt::blocked_conv2d_dw's.
+constexpr size_t kDepthwiseInputs = 11;
 
 // What the JIT runs for the node, and our kernels for what they do not cover: the weight unpacked
 // (a new tensor per call), then srt::fused_conv2d/3d's reference.

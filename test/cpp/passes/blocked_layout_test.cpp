@@ -23,6 +23,15 @@
 namespace srt::testing {
 namespace {
 
+// The graph as passes/blocked_layout.cpp leaves it: tests that count its convolutions and
+// conversions build without the later fusion of 1x1 + depthwise pairs into one node
+// (passes/pointwise_depthwise_fusion.cpp, tested with its kernel in onednn_conv_test.cpp).
+StaticModuleOptions unfusedPairs() {
+  StaticModuleOptions options;
+  options.disabled_passes = {"pointwise_depthwise_fusion"};
+  return options;
+}
+
 torch::jit::Module mobileBlockModule() {
   torch::jit::Module module("MobileBlock");
   module.register_parameter("stem", convWeight(16, 3, 3), false);
@@ -86,7 +95,7 @@ void expectTwoThreadsMatchJit(torch::jit::Module& module, const StaticModule& bu
 }
 
 TEST(BlockedLayout, KeepsTheBlockChannelBlocked) {
-  StaticModule module(mobileBlockModule());
+  StaticModule module(mobileBlockModule(), unfusedPairs());
   const torch::jit::Graph& graph = module.graph();
   // The projection takes the squeeze-excitation's scale (passes/conv_channel_scale.cpp).
   EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 7u) << graph;
@@ -298,7 +307,7 @@ def forward(self, x):
     return torch.relu(torch.conv2d(b, self.project) + p)
 )JIT");
   module.eval();
-  StaticModule built(module);
+  StaticModule built(module, unfusedPairs());
   const torch::jit::Graph& graph = built.graph();
   ASSERT_EQ(countOp(graph, "srt::blocked_conv2d"), 3u) << graph;
   ASSERT_EQ(countOp(graph, "srt::to_blocked"), 1u) << graph;
@@ -340,7 +349,7 @@ def forward(self, x):
     return torch.cat([a, torch.relu(torch.conv2d(d, self.last))], 1)
 )JIT");
   module.eval();
-  StaticModule built(module);
+  StaticModule built(module, unfusedPairs());
   ASSERT_EQ(countOp(built.graph(), "srt::blocked_conv2d"), 3u) << built.graph();
   RuntimeOptions own;
   own.intra_op_threads = 2;

@@ -803,5 +803,120 @@ def forward(self, x):
                               1e-4, 1e-4));
 }
 
+// An inverted residual block's expansion and depthwise convolutions (srt::blocked_conv2d_dw): a
+// 24 -> C 1x1 whose one reader is a depthwise 3x3 or 5x5, stride 1 or 2, with the activations
+// mobile networks use on each; then a projection (with a residual at stride 1). Against the JIT at
+// 1 and 2 threads, each input twice: small images run the two convolutions on their own kernels,
+// the intermediate in the node's scratch; a batch whose expanded image is large (4 x 80 channels
+// x 112 x 112: 16 MB) runs oneDNN's fused primitive, the one convolution its log shows (the 1x1
+// with a depthwise post-op). For 72 channels (a padded last block) oneDNN has only its reference
+// fusion, which runs them apart anyway: the parts run.
+TEST(Conv2dOneDnn, ExpansionAndDepthwiseFuseWhereTheExpandedImageIsLarge) {
+  struct Case {
+    const char* expand_activation;
+    const char* depthwise_activation;
+    int kernel;
+    int stride;
+    int channels;
+  };
+  for (const Case& c : {Case{"torch.clamp(b, 0.0, 6.0)", "torch.clamp(d, 0.0, 6.0)", 3, 2, 80},
+                        Case{"torch.silu(b)", "torch.silu(d)", 5, 1, 80},
+                        Case{"torch.hardswish(b)", "torch.relu(d)", 3, 1, 72}}) {
+    const std::string channels = std::to_string(c.channels);
+    SCOPED_TRACE(std::string(c.expand_activation) + ", k" + std::to_string(c.kernel) + " s" +
+                 std::to_string(c.stride) + ", " + channels + " channels");
+    const std::string residual = c.stride == 1 ? " + a" : "";
+    torch::jit::Module module =
+        convModule({{"stem", torch::randn({24, 3, 3, 3}) * 0.3},
+                    {"expand", torch::randn({c.channels, 24, 1, 1}) * 0.2},
+                    {"expand_bias", torch::randn({c.channels})},
+                    {"depthwise", torch::randn({c.channels, 1, c.kernel, c.kernel}) * 0.3},
+                    {"project", torch::randn({24, c.channels, 1, 1}) * 0.2}},
+                   "def forward(self, x):\n"
+                   "    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))\n"
+                   "    b = torch.conv2d(a, self.expand, self.expand_bias)\n"
+                   "    b = " +
+                       std::string(c.expand_activation) + "\n" +
+                       "    d = torch.conv2d(b, self.depthwise, None, " + std::to_string(c.stride) +
+                       ", " + std::to_string(c.kernel / 2) + ", 1, " + channels + ")\n" +
+                       "    d = " + c.depthwise_activation + "\n" +
+                       "    return torch.conv2d(d, self.project, None)" + residual + "\n");
+    const std::vector<at::Tensor> inputs = {
+        torch::randn({1, 3, 20, 18}), torch::randn({4, 3, 112, 112}), torch::randn({2, 3, 9, 9})};
+    for (int threads : {1, 2}) {
+      RuntimeOptions options;
+      options.intra_op_threads = threads;
+      expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+    }
+    StaticModule prepared(module);
+    EXPECT_EQ(kernelKinds(prepared).at("srt::blocked_conv2d_dw"),
+              std::set<KernelKind>{KernelKind::kOutVariant});
+    RuntimeOptions one_thread;
+    one_thread.intra_op_threads = 1;
+    StaticRuntime runtime(prepared, one_thread);
+    const std::string large = steadyStateLog(runtime, {inputs[1]});
+    const std::string fused = "dw:k" + std::to_string(c.kernel) + "s" + std::to_string(c.stride);
+    const std::string depthwise_alone = "g" + channels + "mb4";
+    if (c.channels % 16 == 0) {
+      EXPECT_NE(large.find(fused), std::string::npos) << large;
+      EXPECT_EQ(large.find(depthwise_alone), std::string::npos) << large;
+    } else {
+      EXPECT_EQ(large.find("dw:k"), std::string::npos) << large;
+      EXPECT_NE(large.find(depthwise_alone), std::string::npos) << large;
+    }
+    const std::string small = steadyStateLog(runtime, {inputs[0]});
+    EXPECT_EQ(small.find("dw:k"), std::string::npos) << small;
+  }
+}
+
+// A network's first layers fused (the model's NCHW input into the expansion): a bad input is
+// the 1x1's ATen error, naming the fused node, and the runtime keeps working, on both paths.
+TEST(Conv2dOneDnn, AFusedExpansionReportsBadInputsAndKeepsWorking) {
+  torch::jit::Module module = convModule({{"expand", torch::randn({96, 16, 1, 1}) * 0.2},
+                                          {"depthwise", torch::randn({96, 1, 3, 3}) * 0.3},
+                                          {"project", torch::randn({16, 96, 1, 1}) * 0.2}},
+                                         R"JIT(
+def forward(self, x):
+    b = torch.relu(torch.conv2d(x, self.expand, None))
+    d = torch.relu(torch.conv2d(b, self.depthwise, None, 1, 1, 1, 96))
+    return torch.conv2d(d, self.project, None) + x
+)JIT");
+  StaticModule prepared(module);
+  EXPECT_EQ(kernelKinds(prepared).count("srt::blocked_conv2d_dw"), 1u);
+  StaticRuntime runtime(prepared);
+  for (const at::Tensor& x : {torch::randn({1, 16, 9, 9}), torch::randn({2, 16, 120, 120})}) {
+    try {
+      runtime({torch::randn({1, 15, 9, 9})});
+      ADD_FAILURE() << "a 15-channel input ran";
+    } catch (const c10::Error& error) {
+      EXPECT_NE(std::string(error.what()).find("srt::blocked_conv2d_dw"), std::string::npos)
+          << error.what();
+      EXPECT_NE(std::string(error.what()).find("16 channels"), std::string::npos) << error.what();
+    }
+    at::Tensor expected;
+    {
+      torch::NoGradGuard no_grad;
+      expected = module.forward({x}).toTensor();
+    }
+    EXPECT_TRUE(torch::allclose(runtime({x}).toTensor(), expected, 1e-4, 1e-4));
+  }
+}
+
+// An expansion read by more than its depthwise convolution (kept for a residual) stays a
+// convolution of its own: the fused node has no output for it.
+TEST(Conv2dOneDnn, AnExpansionWithAnotherReaderIsNotFused) {
+  torch::jit::Module module = convModule({{"stem", torch::randn({16, 3, 3, 3}) * 0.3},
+                                          {"expand", torch::randn({32, 16, 1, 1}) * 0.2},
+                                          {"depthwise", torch::randn({32, 1, 3, 3}) * 0.3}},
+                                         R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.expand, None))
+    return torch.relu(torch.conv2d(b, self.depthwise, None, 1, 1, 1, 32)) + b
+)JIT");
+  expectMatchesJit(module, {{{torch::randn({1, 3, 12, 12})}, {}}}, {}, 1e-4);
+  EXPECT_EQ(kernelKinds(StaticModule(module)).count("srt::blocked_conv2d_dw"), 0u);
+}
+
 } // namespace
 } // namespace srt::testing
