@@ -8,6 +8,8 @@
 // went there and back). Where it is small, the fused primitive is no faster than our own loops
 // and oneDNN's pieces over the runtime's workers, so the two convolutions run on their own
 // kernels, the intermediate in the node's planned scratch.
+#include <algorithm>
+
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
@@ -23,6 +25,7 @@
 #include "ops/core/nested_call.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/core/registry.h"
+#include "ops/core/worker_pool.h"
 #include "ops/elementwise/fast_path.h"
 #include "ops/gemm/threads.h"
 
@@ -37,15 +40,27 @@ namespace {
 // 253 us and 194 against 185, at 2 threads 165 against 146 and 151 against 107 (our pieces).
 constexpr size_t kFusedMinIntermediateBytes = size_t{8} << 20;
 
-// The fused primitive of one input shape and thread count.
-struct FusedPrimitive {
-  int64_t batch = -1, height = -1, width = -1;
-  int threads = 0;
-  bool built = false;
-  bool supported = false;
+// The fused primitive for a slab of a call's images, with the memories it reads and writes.
+struct FusedSlab {
+  int64_t first_image = 0;
+  int64_t images = 0;
+  size_t scratchpad_offset = 0; // into the node's scratch
   dnnl::primitive primitive;
   memory src, weights, bias, dst, dw_weights, dw_bias, scratchpad;
   dnnl::stream stream;
+};
+
+// The fused convolution of one input shape: one slab, or, over the runtime's own workers, one
+// slab of images per worker, each on one OpenMP thread (the workers are the parallelism; under
+// OMP_WAIT_POLICY=PASSIVE OpenMP's threads would sleep between regions and compete with them).
+struct FusedPrimitive {
+  int64_t batch = -1, height = -1, width = -1;
+  int threads = 0;
+  int slab_count = 0;
+  bool built = false;
+  bool supported = false;
+  std::vector<FusedSlab> slabs;
+  size_t scratch_bytes = 0;
 };
 
 struct FusedDepthwiseState final : NodeState {
@@ -159,51 +174,66 @@ private:
     if (out_height <= 0 || out_width <= 0) {
       return false; // the parts' kernels report it
     }
+    WorkerPool* workers = p.workers();
     const int64_t multiply_adds =
         batch * height * width * pointwise_.out_channels *
         (pointwise_.in_channels + depthwise_.kernel[0] * depthwise_.kernel[1]);
-    const OneDnnThreads threads(multiply_adds, at::get_num_threads());
+    // Slabs of images over the runtime's own workers, each on one OpenMP thread.
+    const int slabs =
+        workers != nullptr ? static_cast<int>(std::min<int64_t>(batch, workers->threads())) : 1;
+    const OneDnnThreads threads(multiply_adds, slabs > 1 ? 1 : at::get_num_threads());
     if (!fused.built || fused.batch != batch || fused.height != height || fused.width != width ||
-        fused.threads != threads.count()) {
+        fused.threads != threads.count() || fused.slab_count != slabs) {
       fused = FusedPrimitive();
       fused.batch = batch;
       fused.height = height;
       fused.width = width;
       fused.threads = threads.count();
+      fused.slab_count = slabs;
       fused.built = true;
-      build(fused);
+      build(fused, slabs);
     }
     if (!fused.supported) {
       return false;
     }
     at::Tensor& out = contiguousOutput(
         p, 0, blockedSizes({batch, depthwise_.out_channels, out_height, out_width}), x.options());
-    const size_t scratchpad_bytes = fused.scratchpad.get_desc().get_size();
-    fused.src.set_data_handle(x.data_ptr());
-    fused.dst.set_data_handle(out.data_ptr());
-    fused.scratchpad.set_data_handle(scratchpad_bytes > 0 ? p.scratch(scratchpad_bytes) : nullptr);
-    fused.primitive.execute(fused.stream,
-                            {{DNNL_ARG_SRC, fused.src},
-                             {DNNL_ARG_WEIGHTS, fused.weights},
-                             {DNNL_ARG_BIAS, fused.bias},
-                             {DNNL_ARG_DST, fused.dst},
-                             {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, fused.dw_weights},
-                             {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, fused.dw_bias},
-                             {DNNL_ARG_SCRATCHPAD, fused.scratchpad}});
+    char* scratch =
+        static_cast<char*>(fused.scratch_bytes > 0 ? p.scratch(fused.scratch_bytes) : nullptr);
+    auto* src = static_cast<char*>(x.data_ptr());
+    auto* dst = static_cast<char*>(out.data_ptr());
+    const size_t src_image = static_cast<size_t>(x.numel() / batch) * sizeof(float);
+    const size_t dst_image = static_cast<size_t>(out.numel() / batch) * sizeof(float);
+    const auto run_slab = [&](int64_t i) {
+      FusedSlab& slab = fused.slabs[i];
+      slab.src.set_data_handle(src + slab.first_image * src_image);
+      slab.dst.set_data_handle(dst + slab.first_image * dst_image);
+      slab.scratchpad.set_data_handle(scratch + slab.scratchpad_offset);
+      slab.primitive.execute(slab.stream,
+                             {{DNNL_ARG_SRC, slab.src},
+                              {DNNL_ARG_WEIGHTS, slab.weights},
+                              {DNNL_ARG_BIAS, slab.bias},
+                              {DNNL_ARG_DST, slab.dst},
+                              {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, slab.dw_weights},
+                              {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, slab.dw_bias},
+                              {DNNL_ARG_SCRATCHPAD, slab.scratchpad}});
+    };
+    if (slabs > 1) {
+      workers->run(slabs, [&](int64_t i) {
+        const OneDnnThreads one_thread(multiply_adds, 1);
+        run_slab(i);
+      });
+    } else {
+      run_slab(0);
+    }
     return true;
   }
 
-  // The primitive for fused's shape, reading both weights as they are packed (the layouts oneDNN's
-  // 1x1 and depthwise kernels read alone are the ones its fused kernel reads); unsupported where
-  // oneDNN would pick another layout or only its reference implementation.
-  void build(FusedPrimitive& fused) const {
-    const memory::desc src({fused.batch, pointwise_.in_channels, fused.height, fused.width}, kF32,
-                           memory::format_tag::nChw16c);
-    const memory::desc mid({fused.batch, pointwise_.out_channels, fused.height, fused.width}, kF32,
-                           memory::format_tag::nChw16c);
-    const memory::desc bias = pointwise_.bias.defined() ? memory::desc({pointwise_.out_channels},
-                                                                       kF32, memory::format_tag::x)
-                                                        : memory::desc();
+  // The primitives of `slabs` slabs of fused's images, reading both weights as they are packed
+  // (the layouts oneDNN's 1x1 and depthwise kernels read alone are the ones its fused kernel
+  // reads); unsupported where oneDNN would pick another layout or only its reference
+  // implementation.
+  void build(FusedPrimitive& fused, int slabs) const {
     const ConvArguments& dw = depthwise_.arguments;
     dnnl::primitive_attr attr = attributes(ConvEpilogue()); // the scratchpad the caller's
     dnnl::post_ops post_ops;
@@ -211,33 +241,48 @@ private:
     post_ops.append_dw(kF32, kF32, kF32, depthwise_.kernel[0], dw.stride[0], dw.padding[0], 0, {});
     appendActivation(post_ops, depthwise_epilogue_);
     attr.set_post_ops(post_ops);
+    const memory::desc bias = pointwise_.bias.defined() ? memory::desc({pointwise_.out_channels},
+                                                                       kF32, memory::format_tag::x)
+                                                        : memory::desc();
+    auto* dw_bias = const_cast<float*>(depthwise_.bias.defined() ? depthwise_.bias.data_ptr<float>()
+                                                                 : zero_bias_.data_ptr<float>());
+    const dnnl::engine& engine = oneDnnEngine();
     try {
-      const dnnl::convolution_forward::primitive_desc pd(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                          dnnl::algorithm::convolution_direct, src, pointwise_.desc,
-                                          bias, mid, {1, 1}, {0, 0}, {0, 0}),
-          attr, oneDnnEngine());
-      const memory::desc dw_weights =
-          pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
-      if (isReferenceImplementation(pd) || !(pd.weights_desc() == pointwise_.desc) ||
-          !(dw_weights == depthwise_.desc)) {
-        return;
+      for (int i = 0; i < slabs; ++i) {
+        FusedSlab slab;
+        slab.first_image = fused.batch * i / slabs;
+        slab.images = fused.batch * (i + 1) / slabs - slab.first_image;
+        const memory::desc src({slab.images, pointwise_.in_channels, fused.height, fused.width},
+                               kF32, memory::format_tag::nChw16c);
+        const memory::desc mid({slab.images, pointwise_.out_channels, fused.height, fused.width},
+                               kF32, memory::format_tag::nChw16c);
+        const dnnl::convolution_forward::primitive_desc pd(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                            dnnl::algorithm::convolution_direct, src,
+                                            pointwise_.desc, bias, mid, {1, 1}, {0, 0}, {0, 0}),
+            attr, engine);
+        const memory::desc dw_weights =
+            pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+        if (isReferenceImplementation(pd) || !(pd.weights_desc() == pointwise_.desc) ||
+            !(dw_weights == depthwise_.desc)) {
+          return;
+        }
+        slab.src = memory(src, engine, DNNL_MEMORY_NONE);
+        slab.weights = memory(pointwise_.desc, engine, pointwise_.storage.data_ptr());
+        slab.bias =
+            memory(bias, engine,
+                   pointwise_.bias.defined() ? pointwise_.bias.data_ptr() : DNNL_MEMORY_NONE);
+        slab.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
+        slab.dw_weights = memory(depthwise_.desc, engine, depthwise_.storage.data_ptr());
+        slab.dw_bias = memory(memory::desc({depthwise_.out_channels}, kF32, memory::format_tag::x),
+                              engine, dw_bias);
+        slab.scratchpad = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
+        slab.scratchpad_offset = fused.scratch_bytes;
+        fused.scratch_bytes += alignScratchOffset(pd.scratchpad_desc().get_size());
+        slab.primitive = dnnl::convolution_forward(pd);
+        slab.stream = dnnl::stream(engine);
+        fused.slabs.push_back(std::move(slab));
       }
-      auto* dw_bias =
-          const_cast<float*>(depthwise_.bias.defined() ? depthwise_.bias.data_ptr<float>()
-                                                       : zero_bias_.data_ptr<float>());
-      const dnnl::engine& engine = oneDnnEngine();
-      fused.src = memory(src, engine, DNNL_MEMORY_NONE);
-      fused.weights = memory(pointwise_.desc, engine, pointwise_.storage.data_ptr());
-      fused.bias = memory(
-          bias, engine, pointwise_.bias.defined() ? pointwise_.bias.data_ptr() : DNNL_MEMORY_NONE);
-      fused.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
-      fused.dw_weights = memory(depthwise_.desc, engine, depthwise_.storage.data_ptr());
-      fused.dw_bias = memory(memory::desc({depthwise_.out_channels}, kF32, memory::format_tag::x),
-                             engine, dw_bias);
-      fused.scratchpad = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
-      fused.primitive = dnnl::convolution_forward(pd);
-      fused.stream = dnnl::stream(engine);
       fused.supported = true;
     } catch (const dnnl::error&) {
       // No fused primitive for this shape: the parts run.

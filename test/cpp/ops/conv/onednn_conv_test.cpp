@@ -806,11 +806,11 @@ def forward(self, x):
 // An inverted residual block's expansion and depthwise convolutions (srt::blocked_conv2d_dw): a
 // 24 -> C 1x1 whose one reader is a depthwise 3x3 or 5x5, stride 1 or 2, with the activations
 // mobile networks use on each; then a projection (with a residual at stride 1). Against the JIT at
-// 1 and 2 threads, each input twice: small images run the two convolutions on their own kernels,
-// the intermediate in the node's scratch; a batch whose expanded image is large (4 x 80 channels
-// x 112 x 112: 16 MB) runs oneDNN's fused primitive, the one convolution its log shows (the 1x1
-// with a depthwise post-op). For 72 channels (a padded last block) oneDNN has only its reference
-// fusion, which runs them apart anyway: the parts run.
+// 1 and 2 threads (OpenMP's, and the runtime's own workers), each input twice: small images run the
+// two convolutions on their own kernels, the intermediate in the node's scratch; a batch whose
+// expanded image is large (4 x 80 channels x 112 x 112: 16 MB) runs oneDNN's fused primitive, the
+// one convolution its log shows (the 1x1 with a depthwise post-op). For 72 channels (a padded last
+// block) oneDNN has only its reference fusion, which runs them apart anyway: the parts run.
 TEST(Conv2dOneDnn, ExpansionAndDepthwiseFuseWhereTheExpandedImageIsLarge) {
   struct Case {
     const char* expand_activation;
@@ -843,9 +843,13 @@ TEST(Conv2dOneDnn, ExpansionAndDepthwiseFuseWhereTheExpandedImageIsLarge) {
                        "    return torch.conv2d(d, self.project, None)" + residual + "\n");
     const std::vector<at::Tensor> inputs = {
         torch::randn({1, 3, 20, 18}), torch::randn({4, 3, 112, 112}), torch::randn({2, 3, 9, 9})};
-    for (int threads : {1, 2}) {
+    // The runtime's own workers each fuse a slab of the batch's images.
+    for (const auto& [threads, workers] :
+         {std::pair{1, IntraOpWorkers::kOpenMp}, std::pair{2, IntraOpWorkers::kOpenMp},
+          std::pair{2, IntraOpWorkers::kOwn}}) {
       RuntimeOptions options;
       options.intra_op_threads = threads;
+      options.workers = workers;
       expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
     }
     StaticModule prepared(module);
