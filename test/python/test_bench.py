@@ -169,6 +169,12 @@ def test_outputs_agree_relative_to_the_references_scale():
     tiny = expected * 1e-6
     with pytest.raises(AssertionError):
         bench.assert_agrees(tiny * 1.01, tiny)
+    # bfloat16's rounding is relative to the products' operands: measured against at least 1.
+    small_logits = expected * 0.1
+    bench.assert_agrees(small_logits + 0.04, small_logits, bench.BF16_TOLERANCE,
+                        bench.BF16_SCALE_FLOOR)
+    with pytest.raises(AssertionError):
+        bench.assert_agrees(small_logits + 0.04, small_logits, bench.BF16_TOLERANCE)
     with pytest.raises(AssertionError):
         bench.assert_agrees(torch.tensor([float("nan"), 1.0]), torch.tensor([0.0, 1.0]))
     with pytest.raises(AssertionError):
