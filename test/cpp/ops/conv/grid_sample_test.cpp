@@ -41,7 +41,7 @@ TEST(GridSample, OtherRanksAreClearErrors) {
   StaticModule module(scriptModule(kGridSample));
   EXPECT_THAT(
       [&] {
-        module({torch::randn({2, 5, 5}), torch::rand({2, 3, 2})});
+        static_cast<void>(module({torch::randn({2, 5, 5}), torch::rand({2, 3, 2})}));
       },
       ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("expected 4D or 5D")));
   const torch::Tensor x = torch::randn({1, 2, 5, 5});

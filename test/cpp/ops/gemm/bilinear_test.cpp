@@ -33,12 +33,12 @@ TEST(Bilinear, InputsThatDoNotFitTheWeightAreClearErrors) {
   const torch::Tensor bias = torch::randn({5});
   EXPECT_THAT(
       [&] {
-        module({torch::randn({4, 7}), torch::randn({4, 6}), weight, bias});
+        static_cast<void>(module({torch::randn({4, 7}), torch::randn({4, 6}), weight, bias}));
       },
       ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr("input1 size does not match")));
   EXPECT_THAT(
       [&] {
-        module({torch::randn({4, 8}), torch::randn({3, 6}), weight, bias});
+        static_cast<void>(module({torch::randn({4, 8}), torch::randn({3, 6}), weight, bias}));
       },
       ::testing::ThrowsMessage<c10::Error>(
           ::testing::HasSubstr("input batch dimensions do not match")));
