@@ -33,7 +33,7 @@ namespace srt::ops {
 namespace onednn_conv {
 namespace {
 
-// The intermediate image (the 1x1's output, all images of the call) from which the fused
+// The smallest intermediate image (the 1x1's output, all images of the call) for which the fused
 // primitive runs. mobilenet_v2 at 1 thread, fused against the two convolutions as they run
 // otherwise: its 16 -> 96 at 112x112 + 3x3 stride 2, batch 8 (38.5 MB) 2.4 against 3.3 ms, its
 // 24 -> 144 at 56x56 + 3x3 (14.5 MB) 1.6-2.0 against 2.6; at batch 1 (4.8 and 1.8 MB) 226 against
