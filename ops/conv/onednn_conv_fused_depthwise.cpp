@@ -66,6 +66,11 @@ struct FusedPrimitive {
 struct FusedDepthwiseState final : NodeState {
   std::unique_ptr<NestedCall> pointwise, depthwise;
   FusedPrimitive fused;
+  // The 1x1's output as a view of the node's scratch, kept while the scratch and the sizes stay
+  // (a new view each call would allocate in the steady state). Held here only between calls:
+  // during one it is the part's output, which the part's kernel reuses only when nothing else
+  // holds it.
+  c10::IValue mid;
 };
 
 // The constant inputs of one part, as its srt::blocked_conv2d node would have them (input 0
@@ -154,11 +159,15 @@ private:
           std::make_unique<NestedCall>(node_, Kernel{KernelKind::kOutVariant, depthwise_kernel_},
                                        depthwise_inputs_, p.workers());
     }
-    c10::IValue mid;
-    if (!mid_sizes.empty() && x.scalar_type() == at::kFloat) {
-      const int64_t floats = c10::multiply_integers(mid_sizes);
-      mid = at::from_blob(p.scratch(static_cast<size_t>(floats) * sizeof(float)), mid_sizes,
-                          x.options());
+    c10::IValue unplaced; // the 1x1's output wherever its kernel puts it
+    c10::IValue& mid = !mid_sizes.empty() && x.scalar_type() == at::kFloat ? state.mid : unplaced;
+    if (&mid == &state.mid) {
+      void* data =
+          p.scratch(static_cast<size_t>(c10::multiply_integers(mid_sizes)) * sizeof(float));
+      if (!mid.isTensor() || mid.toTensor().data_ptr() != data ||
+          mid.toTensor().sizes() != at::IntArrayRef(mid_sizes)) {
+        mid = at::from_blob(data, mid_sizes, x.options());
+      }
     }
     state.pointwise->run(x, mid);
     state.depthwise->run(mid.toTensor(), p.output(0));
