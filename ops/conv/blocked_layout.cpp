@@ -37,8 +37,8 @@ bool isBlocked(const at::Tensor& x, int64_t channels) {
          x.size(4) == kChannelBlock && x.size(1) == (channels + kChannelBlock - 1) / kChannelBlock;
 }
 
-void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t channels,
-                      int64_t pixels) {
+void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t channels, int64_t pixels,
+                      int64_t image_stride) {
   const int64_t blocks = (channels + kChannelBlock - 1) / kChannelBlock;
   for (int64_t n = 0; n < images; ++n) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -47,7 +47,7 @@ void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t chann
       if (lanes < kChannelBlock) {
         std::memset(block, 0, static_cast<size_t>(pixels * kChannelBlock) * sizeof(float));
       }
-      transposeMatrix(in + (n * channels + b * kChannelBlock) * pixels, pixels, block,
+      transposeMatrix(in + n * image_stride + b * kChannelBlock * pixels, pixels, block,
                       kChannelBlock, lanes, pixels);
     }
   }

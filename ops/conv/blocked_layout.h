@@ -32,12 +32,14 @@ bool isBlocked(const at::Tensor& x, int64_t channels);
 at::Tensor toBlocked(const at::Tensor& x);
 at::Tensor fromBlocked(const at::Tensor& x, int64_t channels);
 
-// Dense NCHW (any number of spatial dims, `pixels` per channel) float32 images into the blocked
-// layout at `out` ([images][ceil(channels / 16)][pixels][16], padding lanes zeroed), on the
-// calling thread: each block a tiled transpose of its 16 planes (ops/shapes/transpose_copy.h).
-// oneDNN's reorder between these layouts ran at a third of the speed (ShuffleNet's channel halves,
-// [1, 58, 28, 28]: 10 against 3 us).
-void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t channels,
-                      int64_t pixels);
+// NCHW (any number of spatial dims, `pixels` per channel) float32 images, each dense and
+// `image_stride` floats after the one before (channels * pixels, or more for a range of a larger
+// batch's channels), into the blocked layout at `out` ([images][ceil(channels / 16)][pixels][16],
+// padding lanes zeroed), on the calling thread: each block a tiled transpose of its 16 planes
+// (ops/shapes/transpose_copy.h). oneDNN's reorder between these layouts ran at a third of the
+// speed (ShuffleNet's channel halves, [1, 58, 28, 28]: 10 against 3 us; [8, 116, 14, 14] read
+// from its [8, 232, 14, 14] batch: 44 us).
+void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t channels, int64_t pixels,
+                      int64_t image_stride);
 
 } // namespace srt::ops

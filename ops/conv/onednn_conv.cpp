@@ -22,6 +22,13 @@ namespace onednn_conv {
 
 namespace {
 
+// Every dimension's elements apart in memory: not an expanded tensor's stride 0, which a oneDNN
+// memory descriptor does not describe.
+bool stridesArePositive(const at::Tensor& x) {
+  return std::all_of(x.strides().begin(), x.strides().end(),
+                     [](int64_t stride) { return stride > 0; });
+}
+
 // Whether a convolution of `w` scales its weight's input channels rather than the image (each
 // image's, convolved one image after the other): ungrouped, direct float32 (a reorder writes such
 // weights with per-channel factors), and the weight at most twice an image's size (per number,
@@ -205,8 +212,18 @@ public:
     const bool src_blocked = dst_blocked && spatial_dims == 2 && x.dim() == 5;
     if (x.scalar_type() != at::kFloat || !x.is_cpu() || x.numel() == 0 ||
         (src_blocked ? !isBlocked(x, w.in_channels)
-                     : x.dim() != spatial_dims + 2 || x.size(1) != w.in_channels ||
-                           !(x.is_contiguous() || x.is_contiguous(channels_last_format)))) {
+                     : x.dim() != spatial_dims + 2 || x.size(1) != w.in_channels)) {
+      fallback_(p);
+      return;
+    }
+    // A plain input that is neither contiguous nor channels last: a range of a batch's channels
+    // (torch.chunk and split: every ShuffleNet block's second half, at batch 2 and above), read
+    // in place by the reorder into the primitive's layout (the reference kernel took 2.5x the
+    // convolution's time, its weight repacked each call). Expanded inputs (stride 0) and scaled
+    // ones, which our own loops read as dense, stay with the reference.
+    const bool src_strided =
+        !src_blocked && !(x.is_contiguous() || x.is_contiguous(channels_last_format));
+    if (src_strided && (scale_input_ >= 0 || !stridesArePositive(x))) {
       fallback_(p);
       return;
     }
@@ -219,6 +236,10 @@ public:
       }
     }
     ConvKey key;
+    key.src_strided = src_strided;
+    if (src_strided) {
+      std::copy(x.strides().begin(), x.strides().end(), key.src_strides);
+    }
     key.src_blocked = src_blocked;
     key.dst_blocked = dst_blocked;
     key.batch = x.size(0);
@@ -240,8 +261,9 @@ public:
     // suggest: channels last where the channels_last pass made it so (wav2vec2's waveform, one
     // channel, whose 512-channel output then stays channels last instead of being transposed
     // back: 4.1 -> 1.5 ms), contiguous as given (a grayscale NCHW image).
-    key.channels_last =
-        !src_blocked && (!x.is_contiguous() || x.suggest_memory_format() == channels_last_format);
+    // A strided one is channels last where its strides are ordered so.
+    key.channels_last = !src_blocked && ((!src_strided && !x.is_contiguous()) ||
+                                         x.suggest_memory_format() == channels_last_format);
     key.plain_into_channels_last = output_ == ConvOutputLayout::kChannelsLast && !key.channels_last;
     const bool out_channels_last =
         !dst_blocked && (key.channels_last || key.plain_into_channels_last);

@@ -9,6 +9,7 @@
 //   onednn_conv_fused_depthwise.cpp  srt::blocked_conv2d_dw: a 1x1 and a depthwise convolution
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -35,9 +36,13 @@ struct ConvKey {
   int64_t size[kMaxConvSpatialDims] = {-1, -1, -1};
   bool channels_last = false;
   bool plain_into_channels_last = false; // an NCHW input, a channels-last output
-  bool src_blocked = false;              // the input channel-blocked (nChw16c)
-  bool dst_blocked = false;              // the output (and residual) channel-blocked
-  bool scaled_weights = false;           // the weight times per-channel factors each call
+  // A plain input that is not dense (a channel range of a larger batch, as torch.chunk and
+  // split give): its strides, which the primitive's input reorder reads.
+  bool src_strided = false;
+  int64_t src_strides[kMaxConvSpatialDims + 2] = {};
+  bool src_blocked = false;    // the input channel-blocked (nChw16c)
+  bool dst_blocked = false;    // the output (and residual) channel-blocked
+  bool scaled_weights = false; // the weight times per-channel factors each call
   // Nothing but the bias and a residual follows the sum of products (no activation), so pieces
   // may each take a share of the sum (splitsInputChannels).
   bool linear = false;
@@ -47,9 +52,11 @@ struct ConvKey {
   bool operator==(const ConvKey& o) const {
     return batch == o.batch && std::equal(size, size + kMaxConvSpatialDims, o.size) &&
            channels_last == o.channels_last &&
-           plain_into_channels_last == o.plain_into_channels_last && src_blocked == o.src_blocked &&
-           dst_blocked == o.dst_blocked && scaled_weights == o.scaled_weights &&
-           linear == o.linear && threads == o.threads && pieces == o.pieces;
+           plain_into_channels_last == o.plain_into_channels_last && src_strided == o.src_strided &&
+           std::equal(src_strides, src_strides + kMaxConvSpatialDims + 2, o.src_strides) &&
+           src_blocked == o.src_blocked && dst_blocked == o.dst_blocked &&
+           scaled_weights == o.scaled_weights && linear == o.linear && threads == o.threads &&
+           pieces == o.pieces;
   }
 };
 
@@ -137,6 +144,8 @@ struct ConvShape {
   // elements are as far apart as the whole's (a stem's rows, each channel's apart). Empty: the
   // input is src, dense.
   Dims src_whole;
+  // A plain input that is not dense: its strides (ConvKey::src_strides). Empty: dense.
+  Dims src_strides;
   // A channels-last output written as a range of a larger one's channels, whose dims these are:
   // the primitive writes a dense result in scratch, which a reorder spreads into the range.
   // Empty: the output is dst, dense.
@@ -169,9 +178,10 @@ struct OneDnnConvState final : NodeState {
   memory src_user, src, weights, bias, dst, dst_user, scratchpad;
   dnnl::reorder src_reorder, dst_reorder, residual_reorder;
   bool reorder_src = false;
-  // Where that source reorder is dense NCHW into the blocked layout: its images, channels and
-  // pixels an image, run as planesIntoBlocks (images 0: src_reorder runs).
-  int64_t src_planes[3] = {0, 0, 0};
+  // Where that source reorder is NCHW images, each dense, into the blocked layout: its images,
+  // channels, pixels an image and floats from one image to the next, run as planesIntoBlocks
+  // (images 0: src_reorder runs).
+  int64_t src_planes[4] = {0, 0, 0, 0};
   bool reorder_dst = false;
   // dst_user is a range of a larger output's channels (ConvShape::dst_whole): a trailing
   // activation applies to the dense result in scratch, before the reorder into the range.

@@ -240,8 +240,9 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
   // from memory (604 us a node cold against 351 hot on one thread, in a probe).
   const bool winograd_pieces = w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked &&
                                (key.batch >= workers.threads() || key.src_blocked);
+  // A strided input's slabs would need its strides in every piece: it runs whole.
   if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_pieces) || w.arguments.transposed ||
-      !(key.channels_last || key.dst_blocked || key.plain_into_channels_last) ||
+      key.src_strided || !(key.channels_last || key.dst_blocked || key.plain_into_channels_last) ||
       w.multiply != kF32 ||
       !worthSplittingOver(workers,
                           static_cast<double>(multiply_adds) * kNanosecondsPerMultiplyAdd)) {

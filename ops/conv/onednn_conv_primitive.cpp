@@ -223,6 +223,9 @@ ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
   shape.src_blocked = key.src_blocked;
   shape.dst_blocked = key.dst_blocked;
   shape.scaled_weights = key.scaled_weights;
+  if (key.src_strided) {
+    shape.src_strides.assign(key.src_strides, key.src_strides + spatial_dims + 2);
+  }
   return shape;
 }
 
@@ -243,6 +246,19 @@ memory::desc channelRange(const Dims& dims, const Dims& whole, memory::format_ta
   const memory::desc dense(whole, kF32, tag);
   const auto& strides = dense.data.format_desc.blocking.strides;
   return memory::desc(dims, kF32, Dims(strides, strides + whole.size()));
+}
+
+// Whether `desc` (of `dims`) is NCHW (NCDHW) images, each dense, the images as far apart as
+// a dense batch's or farther (a range of a larger batch's channels).
+bool denseImagesNchw(const memory::desc& desc, const Dims& dims) {
+  const dnnl_memory_desc_t& md = desc.data;
+  if (md.format_kind != dnnl_blocked || md.format_desc.blocking.inner_nblks != 0 ||
+      md.offset0 != 0) {
+    return false;
+  }
+  const Dims dense = plainStrides(dims);
+  const dnnl_dims_t& strides = md.format_desc.blocking.strides;
+  return strides[0] >= dense[0] && std::equal(dense.begin() + 1, dense.end(), strides + 1);
 }
 
 } // namespace
@@ -336,11 +352,13 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   const auto user_tag = activationTag(spatial_dims, shape.channels_last);
   const memory::desc src_dense(src_dims, kF32,
                                shape.src_blocked ? blockedTag(spatial_dims) : user_tag);
-  // A slab of a plain input: oneDNN's kernels read dense tensors only (its reference one takes
-  // strides, 1000x slower), so the primitive reads src_dense, a copy of the slab in scratch.
-  const memory::desc src_user = shape.src_whole.empty()
-                                    ? src_dense
-                                    : memory::desc(src_dims, kF32, plainStrides(shape.src_whole));
+  // A slab of a plain input, or a strided one: oneDNN's kernels read dense tensors only (its
+  // reference one takes strides, 1000x slower), so the primitive reads src_dense, a copy of the
+  // slab in scratch.
+  const memory::desc src_user =
+      !shape.src_strides.empty() ? memory::desc(src_dims, kF32, shape.src_strides)
+      : shape.src_whole.empty()  ? src_dense
+                                 : memory::desc(src_dims, kF32, plainStrides(shape.src_whole));
   const memory::desc dst_user =
       !shape.dst_whole.empty()         ? channelRange(dst_dims, shape.dst_whole, user_tag)
       : shape.dst_blocked              ? memory::desc(dst_dims, kF32, blockedTag(spatial_dims))
@@ -420,8 +438,7 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   state.src = memory(pd.src_desc(0), engine, DNNL_MEMORY_NONE);
   state.dst = memory(pd.dst_desc(0), engine, DNNL_MEMORY_NONE);
   state.src_planes[0] = 0;
-  if (state.reorder_src &&
-      src_user == memory::desc(src_dims, kF32, activationTag(spatial_dims, false)) &&
+  if (state.reorder_src && denseImagesNchw(src_user, src_dims) &&
       pd.src_desc(0) == memory::desc(src_dims, kF32, blockedTag(spatial_dims))) {
     state.src_planes[0] = src_dims[0];
     state.src_planes[1] = src_dims[1];
@@ -429,6 +446,7 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
     for (int i = 0; i < spatial_dims; ++i) {
       state.src_planes[2] *= src_dims[2 + i];
     }
+    state.src_planes[3] = src_user.data.format_desc.blocking.strides[0];
   }
   try {
     if (state.reorder_src) {
@@ -573,7 +591,7 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
   if (state.src_planes[0] > 0) {
     planesIntoBlocks(static_cast<const float*>(x),
                      reinterpret_cast<float*>(scratch + state.src_offset), state.src_planes[0],
-                     state.src_planes[1], state.src_planes[2]);
+                     state.src_planes[1], state.src_planes[2], state.src_planes[3]);
   } else if (state.reorder_src) {
     execute(state.stream, state.src_reorder,
             {{DNNL_ARG_FROM, state.src_user.get()}, {DNNL_ARG_TO, state.src.get()}});
@@ -712,7 +730,9 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
 void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char* out,
                const char* residual, char* scratch, std::optional<TrailingActivation> trailing,
                const float* weight_scales, int64_t scales_per_image) {
-  const size_t src_image = state.src_user.get_desc().get_size();
+  const size_t src_image = state.key.src_strided
+                               ? static_cast<size_t>(state.key.src_strides[0]) * sizeof(float)
+                               : state.src_user.get_desc().get_size();
   const size_t dst_image = state.dst_user.get_desc().get_size();
   for (int64_t i = 0; i < state.images; ++i) {
     run(state, w, x + i * src_image, out + i * dst_image,

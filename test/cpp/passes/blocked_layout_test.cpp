@@ -371,7 +371,8 @@ TEST(BlockedLayout, PlanesIntoBlocksMatchesTheConversion) {
     const at::Tensor x = torch::randn({2, channels, 7, 5});
     const at::Tensor expected = ops::toBlocked(x);
     at::Tensor out = at::full(expected.sizes(), std::numeric_limits<float>::quiet_NaN());
-    ops::planesIntoBlocks(x.data_ptr<float>(), out.data_ptr<float>(), 2, channels, 35);
+    ops::planesIntoBlocks(x.data_ptr<float>(), out.data_ptr<float>(), 2, channels, 35,
+                          channels * 35);
     EXPECT_TRUE(torch::equal(out, expected)) << channels;
   }
 }
