@@ -142,13 +142,18 @@ public:
 
 private:
   // Convolutions the blocked kernels take, with their weight packed for them; then, in graph
-  // order, the lane-wise ops and global pools all of whose tensor operands are blocked values
-  // of one channel count (max pools and concatenations join after: withPoolsAndConcatenations).
+  // order, the lane-wise ops, global and max pools all of whose tensor operands are blocked
+  // values of one channel count (concatenations, and the pools of their results, join after:
+  // withPoolsAndConcatenations).
   // Values with writers (an in-place op, a list) are left alone.
   void findCandidates(const torch::jit::AliasDb& alias_db) {
     for (Node* node : graph_->nodes()) {
       if (node->kind() == symbol("srt::packed_conv2d")) {
         addConvolution(node, alias_db);
+        continue;
+      }
+      if (isMaxPool(node)) {
+        addMaxPool(node, alias_db);
         continue;
       }
       const bool lane_wise = isLaneWise(node);
@@ -213,6 +218,21 @@ private:
     channels_[node->output()] = ops::convOutChannels(*packed->packed);
   }
 
+  // A max pool of a candidate value links the chains on either side: a network's stem joins the
+  // chain after its pool, which then reads the NCHW input itself and pools blocked planes. Left
+  // channels last, the stem's output went to ATen's pool and the input through a channels-last
+  // copy (squeezenet1_1 at batch 8, 1 thread: 3% of the network, googlenet 2%; resnet18 and 50,
+  // whose 7x7 stem oneDNN runs 10% slower blocked, level; AMD EPYC, Zen 5, 1 and 2 threads).
+  void addMaxPool(Node* node, const torch::jit::AliasDb& alias_db) {
+    const auto found = channels_.find(node->input(0));
+    if (found == channels_.end() || flattened_.count(node->input(0)) != 0 ||
+        alias_db.hasWriters(node->output())) {
+      return;
+    }
+    nodes_.push_back(node);
+    channels_[node->output()] = found->second;
+  }
+
   // Whether `node`, a candidate, reads input `i` blocked.
   bool readsBlocked(const Node* node, size_t i) const {
     if (convolutions_.count(node) != 0) {
@@ -267,9 +287,8 @@ private:
     return accepted;
   }
 
-  // The accepted chains joined by the max pools and concatenations of their values: each reads
-  // blocked values only, so none pulls a chain in that was not worth it alone (resnet's stem,
-  // a 7x7 of 64 channels oneDNN runs 10% slower blocked, stays channels last before its pool).
+  // The accepted chains joined by the concatenations of their values, and the max pools of
+  // those: each reads blocked values only, so none pulls a chain in that was not worth it alone.
   // A concatenation along channels of blocked tensors is their blocks one after the other, which
   // srt::variadic_cat computes on the blocked tensors as they are, where every input but the last
   // has whole blocks (no padding lanes in the middle): SqueezeNet's fire modules and Inception's
@@ -385,8 +404,8 @@ private:
     inputs[kWeight] = graph_->insertConstant(c10::IValue(repacked_.at(packed->packed.get())));
     Value* input = inputs[kInput];
     if (!is_blocked(input) && plain_residuals_.count(input) != 0) {
-      // Converted for a residual anyway (resnet's first block reads the pooled stem both ways):
-      // one conversion serves both, not a second inside this kernel.
+      // Converted for a residual anyway (a residual block on a channels-last tensor reads it
+      // both ways): one conversion serves both, not a second inside this kernel.
       inputs[kInput] = convertedToBlocked(input);
     } else if (!is_blocked(input) && input->node()->kind() == c10::aten::contiguous) {
       // The kernel reads either plain layout itself (a stem: the NCHW input as it is).

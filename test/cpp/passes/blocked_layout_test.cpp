@@ -289,19 +289,57 @@ TEST(BlockedLayout, JitReferencesMatch) {
                              /*expect_changed=*/true, 1e-4);
 }
 
-// resnet's first block reads the pooled stem twice, as its first convolution's input and as the
-// residual of its last: one srt::to_blocked serves both (the convolution does not convert the
-// same tensor again inside), and the results match the JIT, on one thread and on the runtime's
-// own workers (the conversion split into rows of one image, or into images).
-TEST(BlockedLayout, APlainTensorReadTwiceIsConvertedOnce) {
-  torch::jit::Module module("PooledResidual");
+// A stem followed by max pooling (resnet's, squeezenet's, googlenet's) joins the chain after the
+// pool: the stem reads the NCHW input as it is, the pool runs on blocked planes and the pooled
+// value is the residual of the block as it is, with no conversion anywhere.
+TEST(BlockedLayout, AStemJoinsTheChainAfterItsPool) {
+  torch::jit::Module module("PooledStem");
   module.register_parameter("stem", convWeight(32, 3, 3), false);
   module.register_parameter("expand", convWeight(64, 32, 1), false);
   module.register_parameter("dw", convWeight(64, 1, 3), false);
   module.register_parameter("project", convWeight(32, 64, 1), false);
   module.define(R"JIT(
 def forward(self, x):
-    p = torch.max_pool2d(torch.relu(torch.conv2d(x, self.stem, None, 2, 1)), 3, 2, 1)
+    p = torch.max_pool2d(torch.relu(torch.conv2d(x, self.stem, None, 2, 1)), 3, 2, 0, 1, True)
+    a = torch.relu(torch.conv2d(p, self.expand))
+    b = torch.relu(torch.conv2d(a, self.dw, None, 1, 1, 1, 64))
+    return torch.relu(torch.conv2d(b, self.project) + p), x.size(0)
+)JIT");
+  module.eval();
+  StaticModule built(module, unfusedPairs());
+  const torch::jit::Graph& graph = built.graph();
+  EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 4u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::blocked_max_pool2d"), 1u) << graph;
+  EXPECT_EQ(countOp(graph, "aten::max_pool2d"), 0u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::to_blocked"), 0u) << graph;
+  // The stem reads the graph's input itself; one conversion back, for the output.
+  for (const torch::jit::Node* node : graph.nodes()) {
+    if (node->kind() == c10::Symbol::fromQualString("srt::blocked_conv2d")) {
+      EXPECT_EQ(node->input(0), graph.inputs().at(0)) << graph;
+      break;
+    }
+  }
+  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 1u) << graph;
+  const std::vector<InputSet> inputs = {{{torch::randn({1, 3, 64, 48})}, {}},
+                                        {{torch::randn({2, 3, 37, 41})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  expectTwoThreadsMatchJit(module, built, inputs);
+}
+
+// A channels-last tensor read twice by a chain, as its first convolution's input and as the
+// residual of its last (here the output of a stem of more channels than the blocked kernels run
+// faster, which stays channels last): one srt::to_blocked serves both (the convolution does not
+// convert the same tensor again inside), and the results match the JIT, on one thread and on
+// the runtime's own workers (the conversion split into rows of one image, or into images).
+TEST(BlockedLayout, APlainTensorReadTwiceIsConvertedOnce) {
+  torch::jit::Module module("PooledResidual");
+  module.register_parameter("stem", convWeight(160, 3, 3), false);
+  module.register_parameter("expand", convWeight(64, 160, 1), false);
+  module.register_parameter("dw", convWeight(64, 1, 3), false);
+  module.register_parameter("project", convWeight(160, 64, 1), false);
+  module.define(R"JIT(
+def forward(self, x):
+    p = torch.relu(torch.conv2d(x, self.stem, None, 2, 1))
     a = torch.relu(torch.conv2d(p, self.expand))
     b = torch.relu(torch.conv2d(a, self.dw, None, 1, 1, 1, 64))
     return torch.relu(torch.conv2d(b, self.project) + p)
@@ -319,8 +357,7 @@ def forward(self, x):
       }
     }
   }
-  const std::vector<at::Tensor> inputs{torch::randn({1, 3, 192, 160}),
-                                       torch::randn({3, 3, 128, 128})};
+  const std::vector<at::Tensor> inputs{torch::randn({1, 3, 96, 80}), torch::randn({3, 3, 64, 64})};
   for (const at::Tensor& x : inputs) {
     expectRuntimeMatchesJit(module, {x}, {}, {}, 1e-4);
     RuntimeOptions options;
