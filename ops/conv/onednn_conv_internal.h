@@ -177,6 +177,9 @@ struct OneDnnConvState final : NodeState {
   dnnl::primitive primitive; // a convolution_forward or deconvolution_forward
   memory src_user, src, weights, bias, dst, dst_user, scratchpad;
   dnnl::reorder src_reorder, dst_reorder, residual_reorder;
+  // The residual read in place by a binary post-op (withBinaryResidual), not copied into dst.
+  bool binary_residual = false;
+  memory residual;
   bool reorder_src = false;
   // Where that source reorder is NCHW images, each dense, into the blocked layout: its images,
   // channels, pixels an image and floats from one image to the next, run as planesIntoBlocks
@@ -277,8 +280,11 @@ memory::desc channelsLastDesc(const Dims& dims, int spatial_dims);
 Dims plainStrides(const Dims& dims);
 // A reorder between two memories, run now.
 void reorder(const memory& from, const memory& to);
-// The epilogue as post-ops, the scratchpad the caller's.
-dnnl::primitive_attr attributes(const ConvEpilogue& epilogue);
+// The epilogue as post-ops, the scratchpad the caller's. The residual is a sum post-op (dst
+// holds it when the primitive runs), or with `binary_residual` (its descriptor) a binary
+// addition of a tensor of its own, the first post-op's DNNL_ARG_SRC_1.
+dnnl::primitive_attr attributes(const ConvEpilogue& epilogue,
+                                const memory::desc* binary_residual = nullptr);
 // The primitive for these memory descriptors (any may be format any) computing by `algorithm`
 // with `pad` (default: the weight's arguments'); throws dnnl::error when oneDNN has none.
 dnnl::primitive_desc primitiveDesc(const OneDnnConvWeight& w, const memory::desc& src,

@@ -110,12 +110,14 @@ void reorder(const memory& from, const memory& to) {
   stream.wait();
 }
 
-dnnl::primitive_attr attributes(const ConvEpilogue& epilogue) {
+dnnl::primitive_attr attributes(const ConvEpilogue& epilogue, const memory::desc* binary_residual) {
   dnnl::primitive_attr attr;
   // The scratchpad comes from the node's planned scratch, not from a oneDNN allocation per call.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops post_ops;
-  if (epilogue.has_residual) {
+  if (epilogue.has_residual && binary_residual != nullptr) {
+    post_ops.append_binary(dnnl::algorithm::binary_add, *binary_residual);
+  } else if (epilogue.has_residual) {
     post_ops.append_sum(1.f); // dst holds the residual when the convolution runs
   }
   if (epilogue.activation) {
@@ -342,6 +344,37 @@ dnnl::primitive_desc directChannelsLast(const OneDnnConvWeight& w, const ConvSha
 
 // Builds `state` for `shape` with activations in `layout`; state.supported says whether oneDNN
 // had a primitive (and reorders) for it.
+namespace {
+
+// `pd`, whose epilogue adds a residual as a sum post-op, with the residual read by a binary
+// addition instead, where the same implementation takes it; else nullopt. The sum post-op adds
+// what dst holds, so the residual was copied into the output first: a pass over memory as large
+// as the output, on the calling thread (resnet50's 1x1 expansions at batch 8, 56x56, 128 -> 256
+// channels: 9.5 -> 8.5 ms at 1 thread, 5.1 -> 4.3 at 2, AMD EPYC, Zen 5).
+std::optional<dnnl::primitive_desc> withBinaryResidual(const OneDnnConvWeight& w,
+                                                       const dnnl::primitive_desc& pd,
+                                                       const ConvEpilogue& epilogue,
+                                                       const Padding& pad) {
+  if (!epilogue.has_residual || w.algorithm != ConvAlgorithm::kDirect || w.arguments.transposed) {
+    return std::nullopt;
+  }
+  const memory::desc dst = pd.dst_desc(0);
+  try {
+    dnnl::primitive_desc binary =
+        primitiveDesc(w, pd.src_desc(0), pd.weights_desc(0), dst, attributes(epilogue, &dst),
+                      ConvAlgorithm::kDirect, &pad);
+    if (std::strcmp(binary.impl_info_str(), pd.impl_info_str()) != 0 ||
+        binary.weights_desc(0) != pd.weights_desc(0)) {
+      return std::nullopt;
+    }
+    return binary;
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
 void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeight& w,
            const ConvEpilogue& epilogue, ActivationLayout layout, WeightCopy copy,
            DirectFallback direct_fallback) {
@@ -418,6 +451,15 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
       pd = directChannelsLast(w, shape, attr, std::move(pd));
     }
   }
+  // Where the primitive writes the caller's layout, the residual as it is: its own input.
+  state.binary_residual = false;
+  if (pd.dst_desc(0) == dst_user) {
+    if (std::optional<dnnl::primitive_desc> binary =
+            withBinaryResidual(w, pd, epilogue, shape.pad)) {
+      pd = std::move(*binary);
+      state.binary_residual = true;
+    }
+  }
   // An implementation can accept the descriptors and still fail to generate its kernel (oneDNN
   // 2.6's AMX bfloat16 convolution for a grouped, dilated 1-D layer): the next one may not.
   for (;;) {
@@ -437,6 +479,9 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   state.dst_user = memory(dst_user, engine, DNNL_MEMORY_NONE);
   state.src = memory(pd.src_desc(0), engine, DNNL_MEMORY_NONE);
   state.dst = memory(pd.dst_desc(0), engine, DNNL_MEMORY_NONE);
+  if (state.binary_residual) {
+    state.residual = memory(pd.dst_desc(0), engine, DNNL_MEMORY_NONE);
+  }
   state.src_planes[0] = 0;
   if (state.reorder_src && denseImagesNchw(src_user, src_dims) &&
       pd.src_desc(0) == memory::desc(src_dims, kF32, blockedTag(spatial_dims))) {
@@ -578,7 +623,7 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
   state.dst_user.set_data_handle(out);
   state.src.set_data_handle(state.reorder_src ? scratch + state.src_offset : x);
   state.dst.set_data_handle(state.reorder_dst ? scratch + state.dst_offset : out);
-  if (residual != nullptr) {
+  if (residual != nullptr && !state.binary_residual) {
     // The sum post-op adds what dst holds: the residual, in the primitive's layout.
     if (state.reorder_dst) {
       memory from(state.dst_user.get_desc(), oneDnnEngine(), const_cast<void*>(residual));
@@ -611,6 +656,11 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
                                          {DNNL_ARG_DST, state.dst.get()}};
   if (w.bias.defined()) {
     arguments.push_back({DNNL_ARG_BIAS, state.bias.get()});
+  }
+  if (state.binary_residual) {
+    TORCH_CHECK(residual != nullptr, "oneDNN convolution: built for a residual, given none");
+    state.residual.set_data_handle(const_cast<void*>(residual));
+    arguments.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, state.residual.get()});
   }
   if (state.scratchpad_bytes > 0) {
     state.scratchpad.set_data_handle(scratch + state.scratchpad_offset);

@@ -127,6 +127,48 @@ def forward(self, x):
   }
 }
 
+// A residual is added by a binary post-op reading it where it is, not copied into the output
+// for a sum post-op first: a blocked 1x1 projection of images too large for our pointwise loop,
+// with ReLU after the addition, on one thread and split over the runtime's own workers; and a
+// residual 3x3 of 32 channels, which runs Winograd, whose primitives take the sum only.
+TEST(Conv2dOneDnn, AResidualIsReadInPlaceByABinaryPostOp) {
+  const torch::jit::Module module = convModule({{"expand", torch::randn({64, 32, 1, 1}) * 0.2},
+                                                {"depthwise", torch::randn({64, 1, 3, 3}) * 0.3},
+                                                {"project", torch::randn({32, 64, 1, 1}) * 0.2},
+                                                {"square", torch::randn({32, 32, 3, 3}) * 0.05}},
+                                               R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.expand))
+    y = torch.relu(torch.conv2d(y, self.depthwise, None, 1, 1, 1, 64))
+    y = torch.relu(torch.conv2d(y, self.project) + x)
+    return torch.relu(torch.conv2d(y, self.square, None, 1, 1) + y)
+)JIT");
+  const std::vector<at::Tensor> inputs = {torch::randn({2, 32, 32, 32}),
+                                          torch::randn({1, 32, 30, 34})};
+  RuntimeOptions one_thread;
+  one_thread.intra_op_threads = 1;
+  RuntimeOptions own_workers;
+  own_workers.intra_op_threads = 2;
+  own_workers.workers = IntraOpWorkers::kOwn;
+  for (const RuntimeOptions& options : {one_thread, own_workers}) {
+    expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+  }
+  StaticModule prepared(module);
+  StaticRuntime runtime(prepared, one_thread);
+  const std::string log = steadyStateLog(runtime, {inputs[0]});
+  const auto line = [&](const std::string& problem) {
+    const size_t at = log.find(problem);
+    EXPECT_NE(at, std::string::npos) << log;
+    const size_t begin = log.rfind('\n', at) + 1;
+    return log.substr(begin, log.find('\n', at) - begin);
+  };
+  const std::string projection = line("mb2_ic64oc32_ih32");
+  EXPECT_NE(projection.find("binary_add"), std::string::npos) << projection;
+  EXPECT_EQ(projection.find("sum"), std::string::npos) << projection;
+  const std::string winograd = line("ic32oc32_ih32");
+  EXPECT_NE(winograd.find("sum"), std::string::npos) << winograd;
+}
+
 // Grouped convolutions of few channels per group (ResNeXt-, RegNet-style and narrower) on
 // channels-last activations run oneDNN's direct kernel on them as they are: left to choose,
 // oneDNN took im2col + GEMM on NCHW (3-4x slower, reorders included) or a 4-channel blocked
