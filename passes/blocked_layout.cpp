@@ -427,6 +427,9 @@ private:
   // One srt::to_blocked of the plain `value`, inserted before its first blocked reader (readers
   // are rewritten in graph order).
   Value* convertedToBlocked(Value* value) {
+    if (value->node()->kind() == c10::aten::contiguous) {
+      value = value->node()->input(0); // srt::to_blocked reads either plain layout itself
+    }
     Value*& converted = to_blocked_[value];
     if (converted == nullptr) {
       converted = graph_->insertNode(graph_->create(symbol("srt::to_blocked"), {value}))

@@ -198,6 +198,7 @@ private:
           node->replaceInput(0, convert(node->input(0), node, channelsLastFor(node)));
         }
       }
+      convertResidual(node);
       if ((keepsFormat(node) && anyInputChannelsLast(node)) ||
           (isView(node) && !node->inputs().empty() && channels_last_.count(node->input(0))) ||
           catOfChannelsLastList(node)) {
@@ -315,6 +316,30 @@ private:
       }
     }
     return false;
+  }
+
+  // A fused convolution's residual, added into its channels-last output, converted to channels
+  // last where it is not (the network's input, a global skip `x + body(x)`): the kernel adds only
+  // a residual of its output's layout, and gave any other to ATen's convolution, the weight
+  // repacked on every call.
+  void convertResidual(Node* conv) {
+    constexpr size_t kResidual = 7;
+    const bool fused =
+        conv->kind() == symbol("srt::fused_conv2d") || conv->kind() == symbol("srt::fused_conv3d");
+    if (!fused || !isTopLevel(conv) || !runsOnOneDnnChannelsLast(conv) ||
+        conv->inputs().size() <= kResidual ||
+        !conv->input(kResidual)->type()->isSubtypeOf(*c10::TensorType::get()) ||
+        channels_last_.count(conv->input(kResidual)) != 0) {
+      return;
+    }
+    Value* residual = conv->input(kResidual);
+    Value* input = conv->input(0);
+    // The convolution's own input converted already (a block on the network's input): that copy.
+    const bool input_converted = input->node()->kind() == c10::aten::contiguous &&
+                                 input->node()->input(0) == residual &&
+                                 channels_last_.count(input) != 0;
+    conv->replaceInput(kResidual,
+                       input_converted ? input : convert(residual, conv, channelsLastFor(conv)));
   }
 
   // aten::contiguous(value, memory_format=format) inserted before `before`.

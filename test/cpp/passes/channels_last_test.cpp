@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "harness/differential.h"
+#include "harness/onednn_log.h"
 #include "harness/pass_testing.h"
 #include "ops/conv/onednn_conv.h"
 #include "passes/graph_passes.h"
@@ -53,6 +54,27 @@ TEST_F(ChannelsLastPass, ConvertsAtTheInputAndRestoresAtTheOutputs) {
                    1e-4);
   const auto outputs = prepared({torch::randn({1, 3, 8, 8})}).toTupleRef().elements();
   EXPECT_TRUE(outputs[1].toTensor().is_contiguous()) << "the caller gets NCHW, as from eager";
+}
+
+// A residual that is the network's input (a global skip, `x + body(x)`): converted to channels
+// last once, for the convolution and its residual both, and added in the convolution's kernel.
+// Given an NCHW residual, the kernel handed the node to ATen, the weight repacked on every call.
+TEST_F(ChannelsLastPass, AGlobalSkipIsConvertedOnceForTheResidualToo) {
+  const torch::jit::Module module = network(R"JIT(
+def forward(self, x):
+    return torch.relu(torch.conv2d(x, self.body, self.bias, 1, 1) + x)
+)JIT");
+  StaticModule prepared(module);
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  const std::vector<InputSet> inputs = {{{torch::randn({1, 96, 20, 20})}, {}},
+                                        {{torch::randn({2, 96, 24, 18})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  StaticRuntime runtime(prepared);
+  for (const InputSet& input : inputs) {
+    const std::string log = steadyStateLog(runtime, input.args);
+    EXPECT_NE(log.find("convolution"), std::string::npos) << log;
+    EXPECT_EQ(log.find("forward_training"), std::string::npos) << log; // ATen's convolution
+  }
 }
 
 // A feature pyramid's top-down step: the coarse map upsampled (nearest and bilinear, as
