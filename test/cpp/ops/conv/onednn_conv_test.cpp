@@ -31,6 +31,24 @@ torch::jit::Module convModule(std::vector<std::pair<std::string, at::Tensor>> pa
 
 constexpr int64_t kChannels = 96;
 
+RuntimeOptions oneThread() {
+  RuntimeOptions options;
+  options.intra_op_threads = 1;
+  return options;
+}
+
+// `module` against the JIT on `inputs`, on one thread and on two of the runtime's own workers
+// (where a dense input would split into pieces).
+void expectMatchesJitOnOneThreadAndOwnWorkers(const torch::jit::Module& module,
+                                              const std::vector<at::Tensor>& inputs) {
+  RuntimeOptions own_workers;
+  own_workers.intra_op_threads = 2;
+  own_workers.workers = IntraOpWorkers::kOwn;
+  for (const RuntimeOptions& options : {oneThread(), own_workers}) {
+    expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
+  }
+}
+
 TEST(Conv2dOneDnn, EveryArgumentMatchesJit) {
   const torch::jit::Module module =
       convModule({{"dense", torch::randn({kChannels, 16, 3, 3}) * 0.1},
@@ -110,16 +128,9 @@ def forward(self, x):
 )JIT");
   const std::vector<at::Tensor> inputs = {torch::randn({2, 32, 10, 12}),
                                           torch::randn({1, 32, 7, 7}), torch::randn({3, 32, 9, 5})};
-  RuntimeOptions one_thread;
-  one_thread.intra_op_threads = 1;
-  RuntimeOptions own_workers; // where a dense input would split into pieces
-  own_workers.intra_op_threads = 2;
-  own_workers.workers = IntraOpWorkers::kOwn;
-  for (const RuntimeOptions& options : {one_thread, own_workers}) {
-    expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
-  }
+  expectMatchesJitOnOneThreadAndOwnWorkers(module, inputs);
   StaticModule prepared(module);
-  StaticRuntime runtime(prepared, one_thread);
+  StaticRuntime runtime(prepared, oneThread());
   for (const at::Tensor& x : {inputs[0], inputs[2]}) {
     const std::string log = steadyStateLog(runtime, {x});
     EXPECT_NE(log.find("ic16oc24"), std::string::npos) << log;
@@ -145,16 +156,9 @@ def forward(self, x):
 )JIT");
   const std::vector<at::Tensor> inputs = {torch::randn({2, 32, 32, 32}),
                                           torch::randn({1, 32, 30, 34})};
-  RuntimeOptions one_thread;
-  one_thread.intra_op_threads = 1;
-  RuntimeOptions own_workers;
-  own_workers.intra_op_threads = 2;
-  own_workers.workers = IntraOpWorkers::kOwn;
-  for (const RuntimeOptions& options : {one_thread, own_workers}) {
-    expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
-  }
+  expectMatchesJitOnOneThreadAndOwnWorkers(module, inputs);
   StaticModule prepared(module);
-  StaticRuntime runtime(prepared, one_thread);
+  StaticRuntime runtime(prepared, oneThread());
   const std::string log = steadyStateLog(runtime, {inputs[0]});
   const auto line = [&](const std::string& problem) {
     const size_t at = log.find(problem);
