@@ -340,12 +340,6 @@ dnnl::primitive_desc directChannelsLast(const OneDnnConvWeight& w, const ConvSha
   }
 }
 
-} // namespace
-
-// Builds `state` for `shape` with activations in `layout`; state.supported says whether oneDNN
-// had a primitive (and reorders) for it.
-namespace {
-
 // `pd`, whose epilogue adds a residual as a sum post-op, with the residual read by a binary
 // addition instead, where the same implementation takes it; else nullopt. The sum post-op adds
 // what dst holds, so the residual was copied into the output first: a pass over memory as large
@@ -375,6 +369,8 @@ std::optional<dnnl::primitive_desc> withBinaryResidual(const OneDnnConvWeight& w
 
 } // namespace
 
+// Builds `state` for `shape` with activations in `layout`; state.supported says whether oneDNN
+// had a primitive (and reorders) for it.
 void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeight& w,
            const ConvEpilogue& epilogue, ActivationLayout layout, WeightCopy copy,
            DirectFallback direct_fallback) {
