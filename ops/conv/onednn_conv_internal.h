@@ -89,6 +89,9 @@ struct SharedLayouts {
   // activations and on channel-blocked ones, each once a shape wanted it.
   std::shared_ptr<const OneDnnConvWeight> direct;
   std::shared_ptr<const OneDnnConvWeight> direct_blocked;
+  // The weight transformed for our stride-2 Winograd loop (stridedWinogradWeight), once a shape
+  // ran it.
+  at::Tensor strided_winograd;
 };
 
 } // namespace onednn_conv
@@ -265,6 +268,9 @@ bool winogradPays(int64_t output_pixels);
 // passes/conv_weight_packing.cpp and passes/blocked_layout.cpp would have packed it): a copy
 // made once for every runtime, the first time a shape wants it.
 const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activations);
+// The weight transformed for ops/conv/strided_winograd.h's loop (a stride-2, padding-1 3x3 float32
+// direct weight): made once for every runtime, the first time a shape runs the loop.
+const float* stridedWinogradWeight(const OneDnnConvWeight& w);
 
 // ---- onednn_conv_primitive.cpp: one primitive
 

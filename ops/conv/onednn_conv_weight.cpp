@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "ops/conv/strided_winograd.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/gemm/threads.h"
 
@@ -285,6 +286,19 @@ const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activ
     TORCH_CHECK(form, "directForm: oneDNN has no direct convolution for the weight");
   }
   return *form;
+}
+
+const float* stridedWinogradWeight(const OneDnnConvWeight& w) {
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  at::Tensor& form = w.shared.strided_winograd;
+  if (!form.defined()) {
+    const at::Tensor plain = plainWeight(w).contiguous();
+    form = at::empty({strided_winograd::transformedWeightFloats(w.in_channels, w.out_channels)},
+                     plain.options());
+    strided_winograd::transformWeight(plain.data_ptr<float>(), w.out_channels, w.in_channels,
+                                      form.data_ptr<float>());
+  }
+  return form.data_ptr<float>();
 }
 
 } // namespace onednn_conv

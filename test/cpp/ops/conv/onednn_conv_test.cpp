@@ -11,6 +11,7 @@
 #include "harness/onednn_log.h"
 #include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
+#include "ops/conv/strided_winograd.h"
 #include "ops/gemm/blocked_gemm.h"
 
 namespace srt::testing {
@@ -621,6 +622,59 @@ def forward(self, x):
   const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[3]})); });
   EXPECT_NE(large.find("g88mb1_ic88oc88_ih40"), std::string::npos) << large;
   EXPECT_EQ(large.find("g88mb1_ic88oc88_ih20"), std::string::npos) << large;
+}
+
+// Stride-2 3x3 convolutions of 16 input channels and more run in our polyphase Winograd loop
+// (ops/conv/strided_winograd.h), not oneDNN's: in a blocked chain (a ResNet downsampling block
+// in small: the residual of a strided 1x1, ReLU; then hardswish, and SiLU applied after the loop;
+// 40 -> 24 -> 20 -> 16 channels, padded blocks) and on channels-last images (the small CNN's
+// chain: 16 -> 32 -> 20 -> 24, the last block of 20 partial both as output and as input). Odd and
+// even sizes (partial tiles, images smaller than a tile) and a batch of three, each twice against
+// the JIT, on one thread and split by rows of tiles over the runtime's own workers.
+TEST(Conv2dOneDnn, StridedConvolutionsRunInThePolyphaseWinogradLoop) {
+  const torch::jit::Module blocked = convModule({{"expand", torch::randn({40, 16, 1, 1}) * 0.2},
+                                                 {"down", torch::randn({24, 40, 3, 3}) * 0.1},
+                                                 {"down_bias", torch::randn({24})},
+                                                 {"skip", torch::randn({24, 40, 1, 1}) * 0.2},
+                                                 {"down2", torch::randn({20, 24, 3, 3}) * 0.1},
+                                                 {"down3", torch::randn({16, 20, 3, 3}) * 0.1},
+                                                 {"down3_bias", torch::randn({16})},
+                                                 {"project", torch::randn({8, 16, 1, 1}) * 0.2}},
+                                                R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.expand))
+    y = torch.relu(torch.conv2d(a, self.down, self.down_bias, 2, 1) + torch.conv2d(a, self.skip, None, 2))
+    z = torch.hardswish(torch.conv2d(y, self.down2, None, 2, 1))
+    w = torch.silu(torch.conv2d(z, self.down3, self.down3_bias, 2, 1))
+    return torch.conv2d(w, self.project)
+)JIT");
+  const torch::jit::Module channels_last =
+      convModule({{"stem", torch::randn({16, 3, 3, 3}) * 0.3},
+                  {"down", torch::randn({32, 16, 3, 3}) * 0.1},
+                  {"down2", torch::randn({20, 32, 3, 3}) * 0.1},
+                  {"down2_bias", torch::randn({20})},
+                  {"down3", torch::randn({24, 20, 3, 3}) * 0.1}},
+                 R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.down, None, 2, 1))
+    c = torch.relu(torch.conv2d(b, self.down2, self.down2_bias, 2, 1))
+    return torch.adaptive_avg_pool2d(torch.relu(torch.conv2d(c, self.down3, None, 2, 1)), [1, 1])
+)JIT");
+  for (const auto& [module, channels] : {std::pair{&blocked, 16}, std::pair{&channels_last, 3}}) {
+    const std::vector<at::Tensor> inputs = {
+        torch::randn({1, channels, 33, 31}), torch::randn({3, channels, 16, 16}),
+        torch::randn({1, channels, 9, 13}), torch::randn({2, channels, 2, 3})};
+    expectMatchesJitOnOneThreadAndOwnWorkers(*module, inputs);
+    if (!ops::strided_winograd::stridedWinogradAvailable()) {
+      continue;
+    }
+    StaticModule prepared(*module);
+    StaticRuntime runtime(prepared, oneThread());
+    const std::string log = steadyStateLog(runtime, {inputs[0]});
+    EXPECT_EQ(log.find("kh3sh2"), std::string::npos) << log;
+    EXPECT_NE(log.find("convolution"), std::string::npos) << log; // the others' still oneDNN's
+  }
 }
 
 // r3d_18's convolutions and their arguments in 3-D: the stem's (3, 7, 7) kernel with stride
