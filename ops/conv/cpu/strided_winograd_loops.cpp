@@ -369,9 +369,14 @@ void runStridedWinogradLoop(const StridedWinogradConv& conv, float* scratch, int
   band.in_padded = roundUp(conv.in_channels);
   band.out_blocks = roundUp(conv.out_channels) / kBlock;
   const int64_t in_blocks = band.in_padded / kBlock;
-  for (int64_t row = first_tile_row; row < last_tile_row; row += band_rows) {
+  // Bands of near-equal rows, at most band_rows: a last band of few tiles would leave the GEMMs
+  // short rows.
+  const int64_t rows = last_tile_row - first_tile_row;
+  const int64_t bands = (rows + band_rows - 1) / band_rows;
+  for (int64_t k = 0; k < bands; ++k) {
+    const int64_t row = first_tile_row + rows * k / bands;
     band.first_tile_row = row;
-    band.tiles = std::min(band_rows, last_tile_row - row) * band.tiles_per_row;
+    band.tiles = (first_tile_row + rows * (k + 1) / bands - row) * band.tiles_per_row;
     band.inputs = scratch;
     band.products = scratch + 81 * band.tiles * band.in_padded;
     for (int64_t t = 0; t < band.tiles; ++t) {
