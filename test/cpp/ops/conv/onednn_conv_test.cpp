@@ -628,9 +628,10 @@ def forward(self, x):
 // (ops/conv/strided_winograd.h), not oneDNN's: in a blocked chain (a ResNet downsampling block
 // in small: the residual of a strided 1x1, ReLU; then hardswish, and SiLU applied after the loop;
 // 40 -> 24 -> 20 -> 16 channels, padded blocks) and on channels-last images (the small CNN's
-// chain: 16 -> 32 -> 20 -> 24, the last block of 20 partial both as output and as input). Odd and
-// even sizes (partial tiles, images smaller than a tile) and a batch of three, each twice against
-// the JIT, on one thread and split by rows of tiles over the runtime's own workers.
+// chain: 16 -> 32 -> 20 -> 24, the last block of 20 partial both as output and as input, the 20
+// adding another strided 3x3 as residual). Odd and even sizes (partial tiles, images smaller than
+// a tile) and a batch of three, each twice against the JIT, on one thread and split by rows of
+// tiles over the runtime's own workers.
 TEST(Conv2dOneDnn, StridedConvolutionsRunInThePolyphaseWinogradLoop) {
   const torch::jit::Module blocked = convModule({{"expand", torch::randn({40, 16, 1, 1}) * 0.2},
                                                  {"down", torch::randn({24, 40, 3, 3}) * 0.1},
@@ -653,12 +654,13 @@ def forward(self, x):
                   {"down", torch::randn({32, 16, 3, 3}) * 0.1},
                   {"down2", torch::randn({20, 32, 3, 3}) * 0.1},
                   {"down2_bias", torch::randn({20})},
+                  {"skip2", torch::randn({20, 32, 3, 3}) * 0.1},
                   {"down3", torch::randn({24, 20, 3, 3}) * 0.1}},
                  R"JIT(
 def forward(self, x):
     a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
     b = torch.relu(torch.conv2d(a, self.down, None, 2, 1))
-    c = torch.relu(torch.conv2d(b, self.down2, self.down2_bias, 2, 1))
+    c = torch.relu(torch.conv2d(b, self.down2, self.down2_bias, 2, 1) + torch.conv2d(b, self.skip2, None, 2, 1))
     return torch.adaptive_avg_pool2d(torch.relu(torch.conv2d(c, self.down3, None, 2, 1)), [1, 1])
 )JIT");
   for (const auto& [module, channels] : {std::pair{&blocked, 16}, std::pair{&channels_last, 3}}) {
