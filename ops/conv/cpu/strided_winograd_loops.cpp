@@ -146,9 +146,9 @@ template <bool kInside> void transformTile(const Band& band, int64_t t, int64_t 
       _mm512_storeu_ps(two_by_two + (a * 5 + b) * matrix, v[a]);
     }
   }
-// The odd rows at the even columns (the 2x1 taps): transformed down the rows (matrix 25 + a,
-// row j of the tile).
 #pragma GCC unroll 4
+  // The odd rows at the even columns (the 2x1 taps): transformed down the rows (matrix 25 + a,
+  // row j of the tile).
   for (int j = 0; j < 4; ++j) {
     const int v = 2 * j + 1;
     const __m512 d[5] = {load(0, v), load(2, v), load(4, v), load(6, v), load(8, v)};
@@ -159,9 +159,9 @@ template <bool kInside> void transformTile(const Band& band, int64_t t, int64_t 
       _mm512_storeu_ps(two_by_one + (a * 4 * band.tiles + j) * k, out[a]);
     }
   }
-// The even rows: at the odd columns (the 1x2 taps) transformed along the row (matrix 30 + b,
-// row i of the tile), at the even columns (the centre tap) as they are (matrix 35, row 4 i + j).
 #pragma GCC unroll 4
+  // The even rows: at the odd columns (the 1x2 taps) transformed along the row (matrix 30 + b,
+  // row i of the tile), at the even columns (the centre tap) as they are (matrix 35, row 4 i + j).
   for (int i = 0; i < 4; ++i) {
     const int u = 2 * i + 1;
     const __m512 d[5] = {load(u, 0), load(u, 2), load(u, 4), load(u, 6), load(u, 8)};
@@ -317,8 +317,8 @@ void finishTile(const Band& band, int64_t t, int64_t ob) {
       y[i][j] = column[i];
     }
   }
-// The 1x2 taps' products along each output row, and the centre tap's.
 #pragma GCC unroll 4
+  // The 1x2 taps' products along each output row, and the centre tap's.
   for (int i = 0; i < 4; ++i) {
     __m512 m[5];
 #pragma GCC unroll 5
