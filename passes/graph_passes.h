@@ -67,6 +67,11 @@ bool padDepthwiseExplicitly(GraphPtr& graph);
 // one, selu as elu (aten_decompositions.cpp).
 bool decomposeAtenOps(GraphPtr& graph);
 
+// Hand-written activations (x * sigmoid(x), x * relu6(x + 3) / 6, relu6(x + 3) / 6,
+// x * hardsigmoid(x), clamp(min=0)) -> silu / hardswish / hardsigmoid / relu
+// (activation_idioms.cpp).
+bool rewriteActivationIdioms(GraphPtr& graph);
+
 // A convolution network's activations kept channels last from convolution to convolution, as
 // oneDNN's convolutions want them, with explicit aten::contiguous where the format changes
 // (channels_last.cpp).

@@ -31,6 +31,9 @@ const std::vector<PassEntry>& optimizationPipeline() {
       {"depthwise_explicit_padding", padDepthwiseExplicitly},
       // Before channels_last and element-wise fusion, which then see 2-D pooling and elu.
       {"aten_decompositions", decomposeAtenOps},
+      // After aten_decompositions (relu6 is hardtanh by then); before the fusions, which then
+      // take hand-written SiLU, hardswish, hardsigmoid and clamp(min=0) as the ops.
+      {"activation_idioms", rewriteActivationIdioms},
       // Early: replaces nn.MultiheadAttention's whole inlined forward (hundreds of nodes of checks
       // and a slow path other passes would otherwise work through) by the fused kernel and a
       // linear, which gemm_residual_add then joins with the residual.
