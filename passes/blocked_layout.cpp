@@ -40,6 +40,7 @@
 #include "ops/conv/convolution.h"
 #include "ops/conv/onednn_conv.h"
 #include "ops/conv/packed_conv.h"
+#include "ops/elementwise/fused_program.h"
 #include "passes/graph_passes.h"
 #include "passes/rewrite_safety.h"
 
@@ -55,16 +56,42 @@ constexpr size_t kWeight = 1;
 constexpr size_t kResidual = 7;
 constexpr int kMinConvolutions = 3;
 
+// A group of element-wise ops fused into one srt::fused_elementwise (elementwise_fusion.cpp: a
+// hand-written activation such as x * sigmoid(1.702 * x) runs as one) whose every instruction is
+// lane-wise and keeps the padding lanes finite, as isLaneWise's ops below: no division,
+// logarithm, root, reciprocal or power, and no comparison.
+bool isLaneWiseGroup(const Node* node) {
+  using ops::fused::OpKind;
+  static const std::unordered_set<OpKind> kInstructions = {
+      OpKind::kAdd,     OpKind::kSub,       OpKind::kRsub,        OpKind::kMul,  OpKind::kRelu,
+      OpKind::kSigmoid, OpKind::kTanh,      OpKind::kExp,         OpKind::kNeg,  OpKind::kAbs,
+      OpKind::kSilu,    OpKind::kHardswish, OpKind::kHardsigmoid, OpKind::kGelu, OpKind::kLeakyRelu,
+      OpKind::kClamp,   OpKind::kClampMin,  OpKind::kClampMax};
+  if (node->kind() != symbol("srt::fused_elementwise")) {
+    return false;
+  }
+  const auto text = torch::jit::constant_as<std::string>(node->input(0));
+  if (!text) {
+    return false;
+  }
+  const ops::fused::Program program = ops::fused::parseProgram(*text);
+  return std::all_of(program.code.begin(), program.code.end(),
+                     [](const ops::fused::Instruction& instruction) {
+                       return kInstructions.count(instruction.op) != 0;
+                     });
+}
+
 // Element-wise ops that compute each output element from the elements at the same index of their
 // tensor operands (after broadcasting): on blocked tensors of one channel count, lane by lane.
 // Only ops that keep the padding lanes finite: those lanes meet zero weights in the next
 // convolution, and a NaN times zero is NaN (division is out: 0 / 0).
 bool isLaneWise(const Node* node) {
   static const std::unordered_set<std::string> kOps = {
-      "aten::relu", "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid", "aten::hardsigmoid",
-      "aten::tanh", "aten::silu",     "aten::hardswish",  "aten::gelu",    "aten::clamp",
-      "aten::add",  "aten::sub",      "aten::mul"};
-  return kOps.count(node->kind().toQualString()) != 0;
+      "aten::relu",        "aten::hardtanh", "aten::leaky_relu", "aten::sigmoid",
+      "aten::hardsigmoid", "aten::tanh",     "aten::silu",       "aten::hardswish",
+      "aten::gelu",        "aten::elu",      "aten::mish",       "aten::softplus",
+      "aten::clamp",       "aten::add",      "aten::sub",        "aten::mul"};
+  return kOps.count(node->kind().toQualString()) != 0 || isLaneWiseGroup(node);
 }
 
 // x.mean([2, 3]) (or [-1, -2], either order; keepdim either way, no dtype) of a 4-D x: the mean

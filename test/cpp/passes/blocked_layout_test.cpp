@@ -486,6 +486,42 @@ def forward(self, x):
   expectTwoThreadsMatchJit(module, built, inputs);
 }
 
+// Activations the convolutions do not fuse compute on the blocked tensors between them, 20
+// channels (padding lanes): elu, mish and softplus (which the channels-last pass keeps in the
+// chain too), and a fused element-wise group of lane-wise instructions (x * sigmoid(1.702 * x)
+// plus the block's input); a group that divides reads a plain tensor.
+TEST(BlockedLayout, ActivationsBetweenConvolutionsStayBlocked) {
+  torch::jit::Module module("BlockedActivations");
+  module.register_parameter("stem", convWeight(20, 3, 3), false);
+  module.register_parameter("w", convWeight(20, 20, 3), false);
+  module.register_parameter("dw", convWeight(20, 1, 3), false);
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.elu(torch.conv2d(x, self.stem, None, 2, 1))
+    b = torch.mish(torch.conv2d(a, self.w, None, 1, 1))
+    c = torch.softplus(torch.conv2d(b, self.dw, None, 1, 1, 1, 20))
+    d = torch.conv2d(c, self.w, None, 1, 1)
+    e = d * torch.sigmoid(1.702 * d) + c
+    f = torch.conv2d(e, self.w, None, 1, 1)
+    g = torch.conv2d(f / (1.0 + torch.abs(f)), self.dw, None, 1, 1, 1, 20)
+    return torch.conv2d(g, self.w, None, 1, 1), c
+)JIT");
+  module.eval();
+  StaticModule built(module);
+  const torch::jit::Graph& graph = built.graph();
+  // The chain ends at f, which the dividing group reads plain (the two convolutions after it are
+  // too short a chain), and c for the output.
+  EXPECT_EQ(countOp(graph, "srt::blocked_conv2d"), 5u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::packed_conv2d"), 2u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::fused_elementwise"), 2u) << graph;
+  EXPECT_EQ(countOp(graph, "srt::from_blocked"), 2u) << graph;
+  EXPECT_TRUE(built.stats().fallback_ops.empty()) << graph;
+  std::vector<InputSet> inputs = {{{torch::randn({1, 3, 30, 26})}, {}},
+                                  {{torch::randn({2, 3, 17, 21})}, {}}};
+  expectMatchesJit(module, inputs, {}, 1e-4);
+  expectTwoThreadsMatchJit(module, built, inputs);
+}
+
 // Two convolutions are no chain; a 3x3 of 256 channels is left to brgconv's channels-last kernel.
 TEST(BlockedLayout, ShortChainsAndWideConvolutionsStayChannelsLast) {
   torch::jit::Module module("Short");
