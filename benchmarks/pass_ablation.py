@@ -7,8 +7,11 @@ Usage (from the repository root, after the build):
 
 --pass limits the configurations to all passes on and the named ones off (one at a time).
 torchvision networks (random weights) run when named: --workload efficientnet_b0_b1 (or _b8; also
-mobilenet_v3_small, mobilenet_v2, resnet18), e.g. `--workload efficientnet_b0_b1 --pass
-conv_channel_scale`.
+mobilenet_v3_small, mobilenet_v3_large, mobilenet_v2, resnet18), e.g. `--workload
+efficientnet_b0_b1 --pass conv_channel_scale`; with `_handwritten` before the batch
+(`mobilenet_v3_small_handwritten_b1`) the network's SiLU, hardswish and hardsigmoid modules are
+replaced by the arithmetic reimplementations write (x * torch.sigmoid(x), x * F.relu6(x + 3.) / 6.,
+F.relu6(x + 3.) / 6.), what `--pass activation_idioms` is about.
 
 Every configuration of one workload is built up front; then each round times a burst of calls to
 every configuration in turn, so slow drift of the machine hits all of them alike. A row is the
@@ -52,18 +55,51 @@ def workloads():
     }
 
 
-VISION_MODELS = ("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v2", "resnet18")
+VISION_MODELS = ("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v3_large", "mobilenet_v2",
+                 "resnet18")
+HANDWRITTEN = "_handwritten"
+
+
+class HandwrittenSiLU(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+
+
+class HandwrittenHardswish(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.nn.functional.relu6(x + 3.) / 6.
+
+
+class HandwrittenHardsigmoid(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.relu6(x + 3.) / 6.
+
+
+def with_handwritten_activations(module):
+    """`module` with its SiLU, Hardswish and Hardsigmoid submodules replaced by the arithmetic."""
+    replacements = {torch.nn.SiLU: HandwrittenSiLU, torch.nn.Hardswish: HandwrittenHardswish,
+                    torch.nn.Hardsigmoid: HandwrittenHardsigmoid}
+    for name, child in module.named_children():
+        if type(child) in replacements:
+            setattr(module, name, replacements[type(child)]())
+        else:
+            with_handwritten_activations(child)
+    return module
 
 
 def vision_workload(name):
-    """(module factory, inputs) for '<torchvision model>_b<batch>', or None."""
+    """(module factory, inputs) for '<torchvision model>[_handwritten]_b<batch>', or None."""
     model, _, batch = name.rpartition("_b")
+    handwritten = model.endswith(HANDWRITTEN)
+    model = model[:-len(HANDWRITTEN)] if handwritten else model
     if model not in VISION_MODELS or not batch.isdigit():
         return None
     import torchvision
 
     torch.manual_seed(0)
-    return getattr(torchvision.models, model), (torch.randn(int(batch), 3, 224, 224),)
+    builder = getattr(torchvision.models, model)
+    factory = (lambda: with_handwritten_activations(builder())) if handwritten else builder
+    return factory, (torch.randn(int(batch), 3, 224, 224),)
 
 
 def configurations(passes=None):
