@@ -65,14 +65,9 @@ std::string shiftedRelu6(const std::string& clip) {
          "(%shifted, %zero, %six)\n  ";
 }
 
-const std::vector<std::pair<std::string, double>> kRelu6Numbers = {
-    {"three", 3.0}, {"alpha", 1.0}, {"zero", 0.0}, {"six", 6.0}};
-
-std::vector<std::pair<std::string, double>> relu6NumbersAndDivisor() {
-  std::vector<std::pair<std::string, double>> numbers = kRelu6Numbers;
-  numbers.emplace_back("divisor", 6.0);
-  return numbers;
-}
+// The constants of relu6(x + 3) / 6.
+const std::vector<std::pair<std::string, double>> kRelu6Over6 = {
+    {"three", 3.0}, {"alpha", 1.0}, {"zero", 0.0}, {"six", 6.0}, {"divisor", 6.0}};
 
 FusionPattern unary(const std::string& name, const std::string& inputs, const std::string& body,
                     const std::string& op, FusionFilter filter) {
@@ -99,13 +94,13 @@ struct Registrar {
                            std::string(kRelu6Inputs) + ", %divisor",
                            shiftedRelu6(clip) + "%product = aten::mul(" + order +
                                ")\n  %r = aten::div(%product, %divisor)\n  ",
-                           "hardswish", floatingWithNumbers(relu6NumbersAndDivisor())));
+                           "hardswish", floatingWithNumbers(kRelu6Over6)));
       }
       registerFusionPattern(kFamily,
                             unary(std::string("relu6(x + 3) / 6 (") + clip + ")",
                                   std::string(kRelu6Inputs) + ", %divisor",
                                   shiftedRelu6(clip) + "%r = aten::div(%clipped, %divisor)\n  ",
-                                  "hardsigmoid", floatingWithNumbers(relu6NumbersAndDivisor())));
+                                  "hardsigmoid", floatingWithNumbers(kRelu6Over6)));
     }
     for (const char* order : {"%x, %h", "%h, %x"}) {
       registerFusionPattern(kFamily, unary(std::string("x * hardsigmoid(x) (") + order + ")", "",
