@@ -7,9 +7,10 @@ namespace srt::ops::pooling {
 
 #define SRT_DECLARE_POOL_LOOPS(capability)                                                         \
   namespace capability {                                                                           \
-  void maxPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels,              \
-                                  int64_t h_start, int64_t h_end, int64_t dilation_h,              \
-                                  const WindowAxis& width, int64_t out_w, float* out_row);         \
+  void maxPoolChannelsLastRowsLoop(const float* image, int64_t in_h, int64_t in_w,                 \
+                                   int64_t channels, const WindowAxis& height,                     \
+                                   const WindowAxis& width, int64_t out_w, int64_t oy_begin,       \
+                                   int64_t oy_end, float* out);                                    \
   void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels,              \
                                   int64_t h_start, int64_t h_end, int64_t pool_h,                  \
                                   const WindowAxis& width, const AverageDivisor& divisor,          \
@@ -22,14 +23,14 @@ SRT_DECLARE_POOL_LOOPS(AVX512)
 
 namespace {
 
-using MaxPoolRow = decltype(&DEFAULT::maxPoolChannelsLastRowLoop);
+using MaxPoolRows = decltype(&DEFAULT::maxPoolChannelsLastRowsLoop);
 
 // ResNet's stem pooling (64 x 112 x 112, 3x3 stride 2): 466 us with SSE2 select loops, ATen's
 // channels-last kernel 568 us, ONNX Runtime's 270 us.
-MaxPoolRow maxPoolRowLoop() {
-  static const MaxPoolRow chosen =
-      vec::widestOf(&DEFAULT::maxPoolChannelsLastRowLoop, &AVX2::maxPoolChannelsLastRowLoop,
-                    &AVX512::maxPoolChannelsLastRowLoop);
+MaxPoolRows maxPoolRowsLoop() {
+  static const MaxPoolRows chosen =
+      vec::widestOf(&DEFAULT::maxPoolChannelsLastRowsLoop, &AVX2::maxPoolChannelsLastRowsLoop,
+                    &AVX512::maxPoolChannelsLastRowsLoop);
   return chosen;
 }
 
@@ -50,10 +51,10 @@ void avgPoolChannelsLastRow(const float* image, int64_t in_w, int64_t channels, 
   avgPoolRowLoop()(image, in_w, channels, h_start, h_end, pool_h, width, divisor, out_w, out_row);
 }
 
-void maxPoolChannelsLastRow(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
-                            int64_t h_end, int64_t dilation_h, const WindowAxis& width,
-                            int64_t out_w, float* out_row) {
-  maxPoolRowLoop()(image, in_w, channels, h_start, h_end, dilation_h, width, out_w, out_row);
+void maxPoolChannelsLastRows(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
+                             const WindowAxis& height, const WindowAxis& width, int64_t out_w,
+                             int64_t oy_begin, int64_t oy_end, float* out) {
+  maxPoolRowsLoop()(image, in_h, in_w, channels, height, width, out_w, oy_begin, oy_end, out);
 }
 
 } // namespace srt::ops::pooling

@@ -8,9 +8,8 @@
 
 namespace srt::ops::pooling {
 
-// Floats of column sums or maxima the separable loops keep (16 KB, in L1): they take rows whose
-// channels x kernel width fit (the max-pool loop falls back to its window loop beyond; average
-// pooling to ATen's kernel).
+// Floats of column sums the separable average-pooling loop keeps (16 KB, in L1): it takes rows
+// whose channels x kernel width fit (average pooling falls back to ATen's kernel beyond).
 constexpr int64_t kMaxSeparableRowFloats = 4096;
 
 // A window's extent along one image axis.
@@ -18,13 +17,14 @@ struct WindowAxis {
   int64_t kernel, stride, pad, dilation;
 };
 
-// One output row of max pooling: out_row[ox * channels + c] = the maximum (NaN if any is NaN, as
-// ATen's kernels) of image[(y * in_w + x) * channels + c] over the window rows y in
-// [h_start, h_end) step `dilation_h` (already clipped to the image) and the window columns of
-// output column ox along `width`, clipped to [0, in_w).
-void maxPoolChannelsLastRow(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
-                            int64_t h_end, int64_t dilation_h, const WindowAxis& width,
-                            int64_t out_w, float* out_row);
+// Output rows [oy_begin, oy_end) of max pooling one channels-last image [in_h, in_w, channels]
+// into `out` ([oy_end - oy_begin, out_w, channels]): out[oy][ox][c] = the maximum (NaN if any is
+// NaN, as ATen's kernels) of image[y][x][c] over the window rows y of `height` and columns x of
+// `width` (clipped to the image; every window holds at least one pixel, as ATen's output size
+// ensures). Consecutive rows share their windows' rows: a band is cheaper than its rows alone.
+void maxPoolChannelsLastRows(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
+                             const WindowAxis& height, const WindowAxis& width, int64_t out_w,
+                             int64_t oy_begin, int64_t oy_end, float* out);
 
 // avg_pool2d's divisor for one window, as ATen's kernel computes it.
 struct AverageDivisor {

@@ -186,7 +186,8 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
 // Max pooling of `images` channels-last float32 images [H, W, channels] at `in` into `out`
 // [out_h, out_w, channels] each: each output pixel is the max of its window's pixels, whole rows
 // of channels at a time, so the inner loop runs over contiguous channels (ops/conv/pool_loops.h,
-// on the widest vectors the CPU has). Output rows split over the threads.
+// on the widest vectors the CPU has). Output rows split over the threads, each thread's in bands
+// of one image's rows (which share their windows' input rows).
 void maxPoolChannelsLastImages(ProcessedNode& p, const float* in, int64_t images, int64_t channels,
                                int64_t in_h, int64_t in_w, const PoolWindow& w, int64_t out_h,
                                int64_t out_w, float* out) {
@@ -195,19 +196,17 @@ void maxPoolChannelsLastImages(ProcessedNode& p, const float* in, int64_t images
   splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
                  static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
+                   const pooling::WindowAxis height{w.kernel_h, w.stride_h, w.pad_h, w.dilation_h};
                    const pooling::WindowAxis width{w.kernel_w, w.stride_w, w.pad_w, w.dilation_w};
-                   for (int64_t row = begin; row < end; ++row) {
+                   // The range in bands of one image's rows each.
+                   for (int64_t row = begin; row < end;) {
                      const int64_t n = row / out_h;
                      const int64_t oy = row % out_h;
-                     int64_t h_start = oy * w.stride_h - w.pad_h;
-                     const int64_t h_end =
-                         std::min(h_start + (w.kernel_h - 1) * w.dilation_h + 1, in_h);
-                     while (h_start < 0) {
-                       h_start += w.dilation_h;
-                     }
-                     pooling::maxPoolChannelsLastRow(
-                         in + n * in_h * in_w * channels, in_w, channels, h_start, h_end,
-                         w.dilation_h, width, out_w, out + (n * out_h + oy) * out_w * channels);
+                     const int64_t band_end = std::min(end - row, out_h - oy) + oy;
+                     pooling::maxPoolChannelsLastRows(in + n * in_h * in_w * channels, in_h, in_w,
+                                                      channels, height, width, out_w, oy, band_end,
+                                                      out + (n * out_h + oy) * out_w * channels);
+                     row += band_end - oy;
                    }
                  });
 }

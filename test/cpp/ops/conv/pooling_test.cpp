@@ -79,12 +79,18 @@ def forward(self, x):
 
 // The contiguous and channels-last float32 loops against ATen's kernel: NaN wins its window, -inf
 // stays, padding never wins, 3-D input, ceil mode's partial windows; channel counts of whole
-// vectors and a tail (37 = 2 x 16 + 5); rows of more channels than one buffer of column maxima
-// holds (96 x 130: the row's windows pooled in chunks, NaN at a chunk's edge and the row's end).
+// vectors and a tail (37 = 2 x 16 + 5); windows of 2, 3 and more rows and columns (the unrolled
+// and the general maximum), rows skipped by a stride above the kernel, a window of more rows
+// than the ring of row maxima takes (17: the window loop), a dilated one; rows of more channels
+// than the ring holds for all their output columns at once (96 x 130: pooled in column chunks,
+// NaN at a chunk's edge and at the row's end).
 TEST(ConvPool, MaxPool2dLoopMatchesAtenWithNanAndInf) {
   StaticModule module(scriptModule(R"JIT(
 def forward(self, x):
-    return torch.max_pool2d(x, 2), torch.max_pool2d(x, 3, 2, 1, 1, True), torch.max_pool2d(x, [2, 3], [1, 2], [1, 1], [2, 1])
+    return (torch.max_pool2d(x, 2), torch.max_pool2d(x, 3, 2, 1, 1, True),
+            torch.max_pool2d(x, [2, 3], [1, 2], [1, 1], [2, 1]),
+            torch.max_pool2d(x, [5, 4], [3, 3], [2, 1], 1, True),
+            torch.max_pool2d(x, [1, 2], [3, 2]), torch.max_pool2d(x, [17, 1], 1, [8, 0]))
 )JIT"));
   at::Tensor x = -torch::rand({2, 3, 9, 11}) - 1; // all negative: a padded zero would win
   x[0][1][2][3] = std::nanf("");
@@ -97,16 +103,23 @@ def forward(self, x):
   at::Tensor long_rows = -torch::rand({1, 96, 9, 130}) - 1;
   long_rows[0][5][4][41] = std::nanf("");
   long_rows[0][17][3][42] = std::nanf("");
+  long_rows[0][40][5][84] = std::nanf(""); // 3x3 stride 2: the first window of the second chunk
   long_rows[0][95][8][129] = std::nanf("");
+  const auto expected_of = [](const at::Tensor& input) {
+    return std::vector<at::Tensor>{at::max_pool2d(input, {2}),
+                                   at::max_pool2d(input, {3}, {2}, {1}, {1}, true),
+                                   at::max_pool2d(input, {2, 3}, {1, 2}, {1, 1}, {2, 1}),
+                                   at::max_pool2d(input, {5, 4}, {3, 3}, {2, 1}, {1}, true),
+                                   at::max_pool2d(input, {1, 2}, {3, 2}),
+                                   at::max_pool2d(input, {17, 1}, {1}, {8, 0})};
+  };
   for (const at::Tensor& input : {x, x[1], x.contiguous(at::MemoryFormat::ChannelsLast),
                                   wide.contiguous(at::MemoryFormat::ChannelsLast),
                                   long_rows.contiguous(at::MemoryFormat::ChannelsLast)}) {
+    const std::vector<at::Tensor> expected = expected_of(input);
     for (int run = 0; run < 2; ++run) {
       const auto outputs = module({input}).toTupleRef().elements();
-      const at::Tensor expected[] = {at::max_pool2d(input, {2}),
-                                     at::max_pool2d(input, {3}, {2}, {1}, {1}, true),
-                                     at::max_pool2d(input, {2, 3}, {1, 2}, {1, 1}, {2, 1})};
-      for (size_t i = 0; i < 3; ++i) {
+      for (size_t i = 0; i < expected.size(); ++i) {
         EXPECT_TRUE(torch::equal(outputs[i].toTensor().isnan(), expected[i].isnan())) << i;
         EXPECT_TRUE(torch::allclose(outputs[i].toTensor(), expected[i], 0, 0, /*equal_nan=*/true))
             << i;
