@@ -11,10 +11,10 @@ namespace srt::ops::pooling {
                                    int64_t channels, const WindowAxis& height,                     \
                                    const WindowAxis& width, int64_t out_w, int64_t oy_begin,       \
                                    int64_t oy_end, float* out);                                    \
-  void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels,              \
-                                  int64_t h_start, int64_t h_end, int64_t pool_h,                  \
-                                  const WindowAxis& width, const AverageDivisor& divisor,          \
-                                  int64_t out_w, float* out_row);                                  \
+  void avgPoolChannelsLastRowsLoop(const float* image, int64_t in_h, int64_t in_w,                 \
+                                   int64_t channels, const WindowAxis& height,                     \
+                                   const WindowAxis& width, const AverageDivisor& divisor,         \
+                                   int64_t out_w, int64_t oy_begin, int64_t oy_end, float* out);   \
   }
 SRT_DECLARE_POOL_LOOPS(DEFAULT)
 SRT_DECLARE_POOL_LOOPS(AVX2)
@@ -34,21 +34,23 @@ MaxPoolRows maxPoolRowsLoop() {
   return chosen;
 }
 
-using AvgPoolRow = decltype(&DEFAULT::avgPoolChannelsLastRowLoop);
+using AvgPoolRows = decltype(&DEFAULT::avgPoolChannelsLastRowsLoop);
 
-AvgPoolRow avgPoolRowLoop() {
-  static const AvgPoolRow chosen =
-      vec::widestOf(&DEFAULT::avgPoolChannelsLastRowLoop, &AVX2::avgPoolChannelsLastRowLoop,
-                    &AVX512::avgPoolChannelsLastRowLoop);
+AvgPoolRows avgPoolRowsLoop() {
+  static const AvgPoolRows chosen =
+      vec::widestOf(&DEFAULT::avgPoolChannelsLastRowsLoop, &AVX2::avgPoolChannelsLastRowsLoop,
+                    &AVX512::avgPoolChannelsLastRowsLoop);
   return chosen;
 }
 
 } // namespace
 
-void avgPoolChannelsLastRow(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
-                            int64_t h_end, int64_t pool_h, const WindowAxis& width,
-                            const AverageDivisor& divisor, int64_t out_w, float* out_row) {
-  avgPoolRowLoop()(image, in_w, channels, h_start, h_end, pool_h, width, divisor, out_w, out_row);
+void avgPoolChannelsLastRows(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
+                             const WindowAxis& height, const WindowAxis& width,
+                             const AverageDivisor& divisor, int64_t out_w, int64_t oy_begin,
+                             int64_t oy_end, float* out) {
+  avgPoolRowsLoop()(image, in_h, in_w, channels, height, width, divisor, out_w, oy_begin, oy_end,
+                    out);
 }
 
 void maxPoolChannelsLastRows(const float* image, int64_t in_h, int64_t in_w, int64_t channels,

@@ -369,8 +369,8 @@ void adaptiveAvgPool2d(ProcessedNode& p) {
 }
 
 // avg_pool2d of channels-last float32 [N, C, H, W] (DenseNet's transitions, Inception's pooling
-// branches between channels-last convolutions) on the separable row loop
-// (ops/conv/pool_loops.h), output rows split over the threads. False for anything else, and for
+// branches between channels-last convolutions) on the ring loop (ops/conv/pool_loops.h), output
+// rows split over the threads in bands of one image's rows. False for anything else, and for
 // arguments ATen rejects, which its kernel then reports.
 bool avgPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   if (self.scalar_type() != at::kFloat || self.dim() != 4 ||
@@ -393,8 +393,10 @@ bool avgPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   const int64_t pad_h = pair(padding, 0, 0);
   const int64_t pad_w = pair(padding, 1, 0);
   const int64_t channels = self.size(1);
+  const pooling::WindowAxis height{kernel_h, stride_h, pad_h, 1};
+  const pooling::WindowAxis width{kernel_w, stride_w, pad_w, 1};
   if (kernel_h <= 0 || kernel_w <= 0 || stride_h <= 0 || stride_w <= 0 ||
-      channels * kernel_w > pooling::kMaxSeparableRowFloats) {
+      !pooling::ringHolds(height, channels)) {
     return false;
   }
   const int64_t batch = self.size(0);
@@ -417,16 +419,15 @@ bool avgPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
                  static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
-                   const pooling::WindowAxis width{kernel_w, stride_w, pad_w, 1};
-                   for (int64_t row = begin; row < end; ++row) {
+                   // The range in bands of one image's rows each.
+                   for (int64_t row = begin; row < end;) {
                      const int64_t n = row / out_h;
                      const int64_t oy = row % out_h;
-                     const int64_t first = oy * stride_h - pad_h;
-                     const int64_t last = std::min(first + kernel_h, in_h + pad_h);
-                     pooling::avgPoolChannelsLastRow(
-                         in + n * in_h * in_w * channels, in_w, channels,
-                         std::max<int64_t>(first, 0), std::min(last, in_h), last - first, width,
-                         divisor, out_w, o + (n * out_h + oy) * out_w * channels);
+                     const int64_t band_end = std::min(end - row, out_h - oy) + oy;
+                     pooling::avgPoolChannelsLastRows(
+                         in + n * in_h * in_w * channels, in_h, in_w, channels, height, width,
+                         divisor, out_w, oy, band_end, o + (n * out_h + oy) * out_w * channels);
+                     row += band_end - oy;
                    }
                  });
   return true;

@@ -43,89 +43,6 @@ void maxPoolWindows(const float* image, int64_t in_w, int64_t channels, int64_t 
   }
 }
 
-// Column sums of a chunk of output columns (average pooling), in L1 while the window's rows
-// stream by.
-constexpr int64_t kColumnFloats = kMaxSeparableRowFloats;
-
-// combine() over `items` vectors of `count` floats, `stride` floats apart from `first` (a window's
-// rows of one column chunk, or its columns of one channel vector); zero for no items.
-template <typename Combine>
-inline Vec reduceStrided(const float* first, int64_t stride, int64_t items, int64_t count,
-                         const Combine& combine) {
-  if (items == 0) {
-    return Vec(0.f);
-  }
-  Vec acc = loadUpTo(first, count);
-  for (int64_t k = 1; k < items; ++k) {
-    acc = combine(acc, loadUpTo(first + k * stride, count));
-  }
-  return acc;
-}
-
-// A function object, not a function, so that reduceStrided inlines it.
-constexpr auto add = [](const Vec& a, const Vec& b) { return a + b; };
-
-// A row's output columns in chunks whose windows' input columns fit kColumnFloats: for each, the
-// input columns [x0, x1) its windows read, reduced by `op` over the input rows [h_start, h_end)
-// into `columns` (`channels` floats a column), then body(ox0, ox1, x0) for the output columns
-// [ox0, ox1).
-template <typename Op, typename Body>
-void forEachColumnChunk(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
-                        int64_t h_end, const WindowAxis& width, int64_t out_w, const Op& op,
-                        float* columns, const Body& body) {
-  constexpr int64_t kWidth = Vec::size();
-  const int64_t row_floats = in_w * channels;
-  // (chunk - 1) * stride + kernel input columns of `channels` each.
-  const int64_t chunk =
-      std::max<int64_t>(1, (kColumnFloats / channels - width.kernel) / width.stride + 1);
-  for (int64_t ox0 = 0; ox0 < out_w; ox0 += chunk) {
-    const int64_t ox1 = std::min(out_w, ox0 + chunk);
-    const int64_t x0 = std::max<int64_t>(0, ox0 * width.stride - width.pad);
-    const int64_t x1 = std::min(in_w, (ox1 - 1) * width.stride - width.pad + width.kernel);
-    const int64_t n = (std::max(x0, x1) - x0) * channels;
-    const float* top = image + h_start * row_floats + x0 * channels;
-    for (int64_t i = 0; i < n; i += kWidth) {
-      const int64_t count = std::min(kWidth, n - i);
-      storeUpTo(reduceStrided(top + i, row_floats, h_end - h_start, count, op), columns + i, count);
-    }
-    body(ox0, ox1, x0);
-  }
-}
-
-// Average pooling, separably: the column sums of a chunk of the row's input columns over the
-// window's rows (contiguous columns of channels, one vector loop), then each output pixel's sum
-// over its window's columns,
-// divided as ATen divides (Inception's stride-1 3x3 average-pool branches, DenseNet's
-// transitions).
-void avgPoolChannelsLastRowLoop(const float* image, int64_t in_w, int64_t channels, int64_t h_start,
-                                int64_t h_end, int64_t pool_h, const WindowAxis& width,
-                                const AverageDivisor& divisor, int64_t out_w, float* out_row) {
-  constexpr int64_t kWidth = Vec::size();
-  alignas(64) float columns[kColumnFloats];
-  forEachColumnChunk(
-      image, in_w, channels, h_start, h_end, width, out_w, add, columns,
-      [&](int64_t ox0, int64_t ox1, int64_t x0) {
-        for (int64_t ox = ox0; ox < ox1; ++ox) {
-          const int64_t w_first = ox * width.stride - width.pad;
-          const int64_t w_last = std::min(w_first + width.kernel, in_w + width.pad); // exclusive
-          const int64_t w_start = std::max<int64_t>(0, w_first);
-          const int64_t w_end = std::min(in_w, w_last);
-          const int64_t factor = divisor.override_divisor != 0 ? divisor.override_divisor
-                                 : divisor.count_include_pad
-                                     ? pool_h * (w_last - w_first)
-                                     : (h_end - h_start) * (w_end - w_start);
-          const Vec divide(static_cast<float>(factor));
-          const float* first = columns + (w_start - x0) * channels;
-          float* result = out_row + ox * channels;
-          for (int64_t c = 0; c < channels; c += kWidth) {
-            const int64_t count = std::min(kWidth, channels - c);
-            storeUpTo(reduceStrided(first + c, channels, w_end - w_start, count, add) / divide,
-                      result + c, count);
-          }
-        }
-      });
-}
-
 // A running maximum, NaN in a lane where any vector it took is NaN (as ATen's pooling).
 // at::vec::maximum checks each pair it combines for NaN and turns the check into a vector (4
 // instructions a maximum); here one unordered comparison covers two loads and the checks gather
@@ -189,25 +106,32 @@ inline Vec nanMaximum(int64_t items, int64_t count, const Address& address) {
   return maximum.get();
 }
 
-// Floats of window-row maxima maxPoolRing keeps (48 KB: a 3-row window of 256 channels and 16
-// output columns; of 16 channels, 256 columns), and the most window rows it takes.
-constexpr int64_t kRingFloats = 12288;
-constexpr int64_t kMaxRingRows = 16;
+// The sum of `items` (at least 1) vectors of `count` floats, the k-th at address(k).
+template <typename Address> inline Vec sumOf(int64_t items, int64_t count, const Address& address) {
+  Vec sum = loadUpTo(address(0), count);
+  for (int64_t k = 1; k < items; ++k) {
+    sum = sum + loadUpTo(address(k), count);
+  }
+  return sum;
+}
 
 // Output rows [oy_begin, oy_end) of undilated windows, the image read once, row after row: each
-// input row's maxima over every output column's window columns go to a ring of the window's last
-// rows (`ring_rows` of them, `columns` output columns at a time), each output row is the maximum
-// of its window's rows there. Reading the rows in order keeps the hardware prefetcher ahead where
-// the image comes from memory (a Winograd convolution of oneDNN's writes its output past the
-// caches): GoogLeNet's 192 x 56 x 56 pooling after one took 212 us when its loop read three rows
-// at a time, 77-149 us so (it varies between processes; ONNX Runtime, whose convolution leaves
-// its output in cache, 31 us), AMD EPYC, Zen 5, 1 thread.
-void maxPoolRing(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
-                 const WindowAxis& height, const WindowAxis& width, int64_t out_w, int64_t oy_begin,
-                 int64_t oy_end, int64_t columns, float* out) {
+// input row's reduction (`reduce`: maximum or sum) over every output column's window columns goes
+// to a ring of the window's last rows (`columns` output columns at a time), each output pixel is
+// finish(oy, ox) of the reduction of its window's rows there. Reading the rows in order keeps
+// the hardware prefetcher ahead where the image comes from memory (a Winograd convolution of
+// oneDNN's writes its output past the caches): GoogLeNet's 192 x 56 x 56 max pooling after one
+// took 212 us when its loop read three rows at a time, 77-149 us so (it varies between
+// processes; ONNX Runtime, whose convolution leaves its output in cache, 31 us), AMD EPYC, Zen 5,
+// 1 thread.
+template <typename Reduce, typename Finish>
+void poolRing(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
+              const WindowAxis& height, const WindowAxis& width, int64_t out_w, int64_t oy_begin,
+              int64_t oy_end, float* out, const Reduce& reduce, const Finish& finish) {
   constexpr int64_t kWidth = Vec::size();
   alignas(64) float ring[kRingFloats];
   const int64_t ring_rows = height.kernel;
+  const int64_t columns = kRingFloats / (ring_rows * channels);
   const int64_t row_floats = in_w * channels;
   for (int64_t ox0 = 0; ox0 < out_w; ox0 += columns) {
     const int64_t ox1 = std::min(out_w, ox0 + columns);
@@ -228,8 +152,8 @@ void maxPoolRing(const float* image, int64_t in_h, int64_t in_w, int64_t channel
           float* result = slot + (ox - ox0) * channels;
           for (int64_t c = 0; c < channels; c += kWidth) {
             const int64_t count = std::min(kWidth, channels - c);
-            storeUpTo(nanMaximum(w_end - w_start, count,
-                                 [&](int64_t k) { return window + k * channels + c; }),
+            storeUpTo(reduce(w_end - w_start, count,
+                             [&](int64_t k) { return window + k * channels + c; }),
                       result + c, count);
           }
         }
@@ -239,23 +163,34 @@ void maxPoolRing(const float* image, int64_t in_h, int64_t in_w, int64_t channel
       for (int64_t y = h_start; y < h_end; ++y) {
         rows[y - h_start] = ring + (y % ring_rows) * slot_floats;
       }
-      float* result = out + (oy - oy_begin) * out_w * channels + ox0 * channels;
-      for (int64_t i = 0; i < slot_floats; i += kWidth) {
-        const int64_t count = std::min(kWidth, slot_floats - i);
-        storeUpTo(nanMaximum(h_end - h_start, count, [&](int64_t k) { return rows[k] + i; }),
-                  result + i, count);
+      for (int64_t ox = ox0; ox < ox1; ++ox) {
+        const auto pixel = finish(oy, ox);
+        const int64_t offset = (ox - ox0) * channels;
+        float* result = out + ((oy - oy_begin) * out_w + ox) * channels;
+        for (int64_t c = 0; c < channels; c += kWidth) {
+          const int64_t count = std::min(kWidth, channels - c);
+          storeUpTo(pixel(reduce(h_end - h_start, count,
+                                 [&](int64_t k) { return rows[k] + offset + c; })),
+                    result + c, count);
+        }
       }
     }
   }
 }
 
+constexpr auto nanMaximumOf = [](int64_t items, int64_t count, const auto& address) {
+  return nanMaximum(items, count, address);
+};
+constexpr auto sumOfItems = [](int64_t items, int64_t count, const auto& address) {
+  return sumOf(items, count, address);
+};
+
 void maxPoolChannelsLastRowsLoop(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
                                  const WindowAxis& height, const WindowAxis& width, int64_t out_w,
                                  int64_t oy_begin, int64_t oy_end, float* out) {
-  const int64_t columns = kRingFloats / std::max<int64_t>(1, height.kernel * channels);
-  if (height.dilation == 1 && width.dilation == 1 && height.kernel <= kMaxRingRows &&
-      columns >= 1) {
-    maxPoolRing(image, in_h, in_w, channels, height, width, out_w, oy_begin, oy_end, columns, out);
+  if (height.dilation == 1 && width.dilation == 1 && ringHolds(height, channels)) {
+    poolRing(image, in_h, in_w, channels, height, width, out_w, oy_begin, oy_end, out, nanMaximumOf,
+             [](int64_t, int64_t) { return [](const Vec& maximum) { return maximum; }; });
     return;
   }
   for (int64_t oy = oy_begin; oy < oy_end; ++oy) {
@@ -267,6 +202,29 @@ void maxPoolChannelsLastRowsLoop(const float* image, int64_t in_h, int64_t in_w,
     maxPoolWindows(image, in_w, channels, h_start, h_end, height.dilation, width, out_w,
                    out + (oy - oy_begin) * out_w * channels);
   }
+}
+
+// Average pooling (Inception's stride-1 3x3 branches, DenseNet's transitions): window sums
+// through the ring, divided as ATen divides.
+void avgPoolChannelsLastRowsLoop(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
+                                 const WindowAxis& height, const WindowAxis& width,
+                                 const AverageDivisor& divisor, int64_t out_w, int64_t oy_begin,
+                                 int64_t oy_end, float* out) {
+  // ATen's divide factor: the window clipped to the padded image, or to the image itself.
+  const auto extent = [](const WindowAxis& axis, int64_t size, int64_t index, bool with_padding) {
+    const int64_t first = index * axis.stride - axis.pad;
+    const int64_t last = std::min(first + axis.kernel, size + axis.pad);
+    return with_padding ? last - first : std::min(last, size) - std::max<int64_t>(first, 0);
+  };
+  poolRing(image, in_h, in_w, channels, height, width, out_w, oy_begin, oy_end, out, sumOfItems,
+           [&](int64_t oy, int64_t ox) {
+             const int64_t factor = divisor.override_divisor != 0
+                                        ? divisor.override_divisor
+                                        : extent(height, in_h, oy, divisor.count_include_pad) *
+                                              extent(width, in_w, ox, divisor.count_include_pad);
+             const Vec divide(static_cast<float>(factor));
+             return [divide](const Vec& sum) { return sum / divide; };
+           });
 }
 
 } // namespace CPU_CAPABILITY

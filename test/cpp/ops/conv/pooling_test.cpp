@@ -181,10 +181,12 @@ TEST(ConvPool, AvgPool2d) {
 def forward(self, x):
     return (torch.avg_pool2d(x, [2, 2], [2, 2]), torch.avg_pool2d(x, [3, 3], [1, 1], [1, 1]),
             torch.avg_pool2d(x, [3, 3], [2, 2], [1, 1], True, False),
-            torch.avg_pool2d(x, [2, 2], [1, 1], [0, 0], False, True, 3))
+            torch.avg_pool2d(x, [2, 2], [1, 1], [0, 0], False, True, 3),
+            torch.avg_pool2d(x, [17, 1], [1, 1], [8, 0]))
 )JIT";
-  // Channels last (our separable loop): few channels, a vector tail (37), rows pooled in chunks
-  // (96 x 130), a batch; and the rest through ATen's kernel.
+  // Channels last (our ring loop): few channels, a vector tail (37), rows pooled in column chunks
+  // (96 x 130), a batch, a window of more rows than the ring takes (17: ATen's kernel); and the
+  // rest through ATen's kernel.
   const auto channels_last = [](at::IntArrayRef shape) {
     return torch::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
   };
