@@ -335,11 +335,11 @@ public:
       runStridedWinograd(p, x, out_sizes, residual, loop_threads);
       return;
     }
-    // Few output pixels against the weight: the product on our GEMM, which prefetches the weight
-    // (ops/conv/small_image_gemm.h).
+    // Few output pixels against the weight, in the whole batch: the product on our GEMM, which
+    // prefetches the weight (ops/conv/small_image_gemm.h).
     if (small_image_block_width_ && !scale && out_channels_last && spatial_dims == 2 &&
         x.is_contiguous(channels_last_format) &&
-        out_sizes[2] * out_sizes[3] <= conv_gemm::kMaxPixels) {
+        key.batch * out_sizes[2] * out_sizes[3] <= conv_gemm::kMaxPixels) {
       runSmallImage(p, x, out_sizes, residual);
       return;
     }

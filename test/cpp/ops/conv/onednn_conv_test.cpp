@@ -340,8 +340,9 @@ def forward(self, x):
 // 32, 48 and 64 output channels here, 80 padded to three of 32): 3x3 padded, strided and dilated,
 // 1x1 read in place and strided, bias, residual added before the activation (ReLU, ReLU6's bounds,
 // SiLU after), none at all; 7x7, 5x6 and a batch of two, each twice, against the JIT, on one thread
-// and split over two; a 12x12 image (144 pixels) stays oneDNN's. Fails if the window gather, the
-// weight's block addressing, the residual's order or a clamp bound goes wrong.
+// and split over two; a 12x12 image (144 pixels) and a batch of three 7x7 ones (147) stay
+// oneDNN's. Fails if the window gather, the weight's block addressing, the residual's order or a
+// clamp bound goes wrong.
 TEST(Conv2dOneDnn, SmallImagesRunAsProductsOnTheBlockedGemm) {
   if (!ops::blockedGemmRuns()) {
     GTEST_SKIP() << "the blocked GEMM is written for AVX-512";
@@ -367,7 +368,8 @@ def forward(self, x):
       torch::randn({1, 128, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({1, 128, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast),
       torch::randn({2, 128, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast),
-      torch::randn({1, 128, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast)};
+      torch::randn({1, 128, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast),
+      torch::randn({3, 128, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast)};
   StaticModule prepared(module);
   for (const int threads : {1, 2}) {
     RuntimeOptions options;
@@ -378,6 +380,8 @@ def forward(self, x):
     EXPECT_EQ(small.find("exec,cpu,convolution"), std::string::npos) << small;
     const std::string large = oneDnnLog([&] { static_cast<void>(runtime({inputs[3]})); });
     EXPECT_NE(large.find("mb1_ic128oc256_ih12oh12"), std::string::npos) << large;
+    const std::string batch = oneDnnLog([&] { static_cast<void>(runtime({inputs[4]})); });
+    EXPECT_NE(batch.find("mb3_ic128oc256_ih7oh7"), std::string::npos) << batch;
   }
   EXPECT_EQ(kernelKinds(prepared).count("aten::conv2d"), 0u);
 }
