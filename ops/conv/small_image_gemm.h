@@ -10,8 +10,9 @@
 // pixels are no more than one product's rows (kMaxPixels: two 7x7 images): image by image, the
 // weight streams once per image, while oneDNN's kernel keeps each block of it in cache across the
 // batch's images. At 7x7, batches of 4 and 8 took 2-6% less time so in resnet18 (1 and 2
-// threads; its 512 -> 512 3x3s at batch 8, 2 threads, 4.97 -> 4.1-4.3 ms each), resnet50 at batch
-// 8 1-2% (AMD EPYC, Zen 5).
+// threads; its 512 -> 512 3x3s at batch 8, 2 threads, 4.97 -> 4.1-4.3 ms each), resnet34 4.5%,
+// resnet50 at batch 8 1-2%; wide_resnet50_2 at batch 4, whose 1024 -> 1024 weight (38 MB)
+// outgrows the L3 either way, 1% slower (AMD EPYC, Zen 5).
 #pragma once
 
 #include <cstdint>
