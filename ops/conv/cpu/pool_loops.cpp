@@ -118,7 +118,8 @@ template <typename Address> inline Vec sumOf(int64_t items, int64_t count, const
 // Output rows [oy_begin, oy_end) of undilated windows, the image read once, row after row: each
 // input row's reduction (`reduce`: maximum or sum) over every output column's window columns goes
 // to a ring of the window's last rows (`columns` output columns at a time), each output pixel is
-// finish(oy, ox) of the reduction of its window's rows there. Reading the rows in order keeps
+// finish(oy, ox) (a function of one vector: identity, or division by the window's divisor)
+// applied to the reduction of its window's rows there. Reading the rows in order keeps
 // the hardware prefetcher ahead where the image comes from memory (a Winograd convolution of
 // oneDNN's writes its output past the caches): GoogLeNet's 192 x 56 x 56 max pooling after one
 // took 212 us when its loop read three rows at a time, 77-149 us so (it varies between
@@ -178,6 +179,7 @@ void poolRing(const float* image, int64_t in_h, int64_t in_w, int64_t channels,
   }
 }
 
+// The reductions as function objects, so that poolRing inlines them.
 constexpr auto nanMaximumOf = [](int64_t items, int64_t count, const auto& address) {
   return nanMaximum(items, count, address);
 };
@@ -193,6 +195,7 @@ void maxPoolChannelsLastRowsLoop(const float* image, int64_t in_h, int64_t in_w,
              [](int64_t, int64_t) { return [](const Vec& maximum) { return maximum; }; });
     return;
   }
+  // Dilated windows, or more window rows than the ring takes: window by window.
   for (int64_t oy = oy_begin; oy < oy_end; ++oy) {
     int64_t h_start = oy * height.stride - height.pad;
     const int64_t h_end = std::min(h_start + (height.kernel - 1) * height.dilation + 1, in_h);
