@@ -11,7 +11,9 @@ mobilenet_v3_small, mobilenet_v3_large, mobilenet_v2, resnet18), e.g. `--workloa
 efficientnet_b0_b1 --pass conv_channel_scale`; with `_handwritten` before the batch
 (`mobilenet_v3_small_handwritten_b1`) the network's SiLU, hardswish and hardsigmoid modules are
 replaced by the arithmetic reimplementations write (x * torch.sigmoid(x), x * F.relu6(x + 3.) / 6.,
-F.relu6(x + 3.) / 6.), what `--pass activation_idioms` is about.
+F.relu6(x + 3.) / 6.), what `--pass activation_idioms` is about; with `_frozen_bn`
+(`resnet50_frozen_bn_b1`) its BatchNorms are torchvision's FrozenBatchNorm2d, as in torchvision's
+detection backbones (`x * scale + shift`), what `--pass conv_affine_folding` is about.
 
 Every configuration of one workload is built up front; then each round times a burst of calls to
 every configuration in turn, so slow drift of the machine hits all of them alike. A row is the
@@ -56,8 +58,9 @@ def workloads():
 
 
 VISION_MODELS = ("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v3_large", "mobilenet_v2",
-                 "resnet18")
+                 "resnet18", "resnet50")
 HANDWRITTEN = "_handwritten"
+FROZEN_BN = "_frozen_bn"
 
 
 class HandwrittenSiLU(torch.nn.Module):
@@ -88,17 +91,26 @@ def with_handwritten_activations(module):
 
 
 def vision_workload(name):
-    """(module factory, inputs) for '<torchvision model>[_handwritten]_b<batch>', or None."""
+    """(module factory, inputs) for '<torchvision model>[_handwritten|_frozen_bn]_b<batch>', or
+    None."""
     model, _, batch = name.rpartition("_b")
     handwritten = model.endswith(HANDWRITTEN)
+    frozen_bn = model.endswith(FROZEN_BN)
     model = model[:-len(HANDWRITTEN)] if handwritten else model
+    model = model[:-len(FROZEN_BN)] if frozen_bn else model
     if model not in VISION_MODELS or not batch.isdigit():
         return None
     import torchvision
+    from torchvision.ops.misc import FrozenBatchNorm2d
 
     torch.manual_seed(0)
     builder = getattr(torchvision.models, model)
-    factory = (lambda: with_handwritten_activations(builder())) if handwritten else builder
+    if handwritten:
+        factory = lambda: with_handwritten_activations(builder())  # noqa: E731
+    elif frozen_bn:
+        factory = lambda: builder(norm_layer=FrozenBatchNorm2d)  # noqa: E731
+    else:
+        factory = builder
     return factory, (torch.randn(int(batch), 3, 224, 224),)
 
 

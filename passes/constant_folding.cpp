@@ -238,4 +238,16 @@ bool foldConvBatchNorm(GraphPtr& graph) {
   return torch::jit::FoldFrozenConvBatchnorm(graph) || moved;
 }
 
+bool foldConvAffines(GraphPtr& graph) {
+  const at::NoGradGuard no_grad;
+  bool changed = false;
+  // The multiplication into the weight first: the addition then follows the convolution.
+  for (bool folded = true; folded;) {
+    folded = torch::jit::FoldFrozenConvMulOrDiv(graph);
+    folded = torch::jit::FoldFrozenConvAddOrSub(graph) || folded;
+    changed = changed || folded;
+  }
+  return changed;
+}
+
 } // namespace srt::passes

@@ -41,6 +41,13 @@ bool spellOutConvPaddingModes(GraphPtr& graph);
 // FoldFrozenConvBatchnorm; constant_folding.cpp).
 bool foldConvBatchNorm(GraphPtr& graph);
 
+// A multiplication, division, addition or subtraction by a constant of one value per output
+// channel ([1, C, 1, 1] or a number) after a convolution, folded into its weight and bias: a
+// BatchNorm written out as an affine (torchvision's FrozenBatchNorm2d in its detection backbones,
+// `x * scale + shift`, and the many hand-written ones). LibTorch's FoldFrozenConvMulOrDiv and
+// FoldFrozenConvAddOrSub; constant_folding.cpp.
+bool foldConvAffines(GraphPtr& graph);
+
 // linear + relu / gelu / sigmoid / tanh / silu as one srt::fused_linear (linear_activation.cpp).
 bool fuseLinearActivation(GraphPtr& graph);
 

@@ -34,6 +34,11 @@ const std::vector<PassEntry>& optimizationPipeline() {
       // After aten_decompositions (relu6 is hardtanh by then); before the fusions, which then
       // take hand-written SiLU, hardswish, hardsigmoid and clamp(min=0) as the ops.
       {"activation_idioms", rewriteActivationIdioms},
+      // After activation_idioms, which reads a hand-written hardsigmoid's `conv(x) + 3` as written
+      // (folded into the bias first, it would no longer see one); before conv_fusion and the
+      // layouts, which then see the convolutions with nothing between them. resnet50 built with
+      // FrozenBatchNorm2d: 34.2 -> 31.9 ms (1 thread, batch 1, AMD EPYC), 112 -> 72 nodes.
+      {"conv_affine_folding", foldConvAffines},
       // Early: replaces nn.MultiheadAttention's whole inlined forward (hundreds of nodes of checks
       // and a slow path other passes would otherwise work through) by the fused kernel and a
       // linear, which gemm_residual_add then joins with the residual.

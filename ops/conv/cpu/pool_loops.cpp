@@ -65,11 +65,12 @@ public:
   }
 
   Vec get() const {
-    constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 #if defined(CPU_CAPABILITY_AVX512)
-    return _mm512_mask_mov_ps(result_, unordered_, _mm512_set1_ps(kNan));
+    return _mm512_mask_mov_ps(result_, unordered_,
+                              _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
 #elif defined(CPU_CAPABILITY_AVX2)
-    return _mm256_blendv_ps(result_, _mm256_set1_ps(kNan), unordered_);
+    return _mm256_blendv_ps(result_, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
+                            unordered_);
 #else
     return result_;
 #endif

@@ -130,6 +130,39 @@ def forward(self, x):
   expectMatchesJit(module, {{inputs[0], {}}, {inputs[1], {}}});
 }
 
+// A BatchNorm written out as a per-channel affine of constants (torchvision's FrozenBatchNorm2d:
+// `x * scale + shift` with [1, C, 1, 1] buffers) folds into the convolution before it, as do a
+// subtraction with alpha 2 and a division by a number; a constant of the image's size (it would
+// change what broadcasts) and a convolution whose output something else reads too stay.
+TEST(ConvAffineFolding, FoldsPerChannelAffinesIntoConv) {
+  torch::jit::Module module("ConvAffine");
+  for (const char* name : {"w1", "w2", "w3", "w4"}) {
+    module.register_parameter(name, (torch::randn({4, 4, 3, 3}) * 0.2).requires_grad_(), false);
+  }
+  module.register_buffer("scale", torch::rand({1, 4, 1, 1}) + 0.5);
+  module.register_buffer("shift", torch::randn({1, 4, 1, 1}));
+  module.register_buffer("image", torch::randn({1, 4, 6, 6}));
+  module.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.w1, None, 1, 1) * self.scale + self.shift)
+    b = torch.sub(torch.conv2d(a, self.w2, None, 1, 1), self.shift, alpha=2) / 3.0
+    c = torch.conv2d(b, self.w3, None, 1, 1) + self.image
+    d = torch.conv2d(c, self.w4, None, 1, 1)
+    return d * self.scale, d
+)JIT");
+  module.eval();
+  auto graph = passes::prepareModule(module).graph;
+  const std::vector<GraphInputs> inputs = {{torch::randn({1, 4, 6, 6})},
+                                           {torch::randn({2, 4, 6, 6})}};
+  auto folded = expectPassPreservesResults(passes::foldConvAffines, graph, inputs, true);
+  EXPECT_EQ(countKind(*folded, "aten::conv2d"), 4u) << *folded;
+  EXPECT_EQ(countKind(*folded, "aten::sub"), 0u) << *folded;
+  EXPECT_EQ(countKind(*folded, "aten::div"), 0u) << *folded;
+  EXPECT_EQ(countKind(*folded, "aten::add"), 1u) << *folded; // + self.image
+  EXPECT_EQ(countKind(*folded, "aten::mul"), 1u) << *folded; // d, read twice
+  expectMatchesJit(module, {{inputs[0], {}}, {inputs[1], {}}});
+}
+
 // nn.BatchNorm2d checks its input's rank (`if input.dim() != 4: raise`); where the graph does not
 // fix that rank (DenseNet's convolutions read concatenations of a list), the check reads the
 // convolution's output too. It then asks the convolution's input, and the BatchNorm still folds.
