@@ -183,6 +183,19 @@ bool maxPool2dContiguousFloat(ProcessedNode& p, const at::Tensor& self) {
   return true;
 }
 
+// body(n, oy_begin, oy_end) over the flat output rows [begin, end) of images of `out_h` rows, in
+// bands of one image's rows each (which share their windows' input rows).
+template <typename Body>
+void forEachImageBand(int64_t begin, int64_t end, int64_t out_h, const Body& body) {
+  for (int64_t row = begin; row < end;) {
+    const int64_t n = row / out_h;
+    const int64_t oy = row % out_h;
+    const int64_t band_end = std::min(end - row, out_h - oy) + oy;
+    body(n, oy, band_end);
+    row += band_end - oy;
+  }
+}
+
 // Max pooling of `images` channels-last float32 images [H, W, channels] at `in` into `out`
 // [out_h, out_w, channels] each: each output pixel is the max of its window's pixels, whole rows
 // of channels at a time, so the inner loop runs over contiguous channels (ops/conv/pool_loops.h,
@@ -198,16 +211,11 @@ void maxPoolChannelsLastImages(ProcessedNode& p, const float* in, int64_t images
                  [&](int64_t begin, int64_t end) {
                    const pooling::WindowAxis height{w.kernel_h, w.stride_h, w.pad_h, w.dilation_h};
                    const pooling::WindowAxis width{w.kernel_w, w.stride_w, w.pad_w, w.dilation_w};
-                   // The range in bands of one image's rows each.
-                   for (int64_t row = begin; row < end;) {
-                     const int64_t n = row / out_h;
-                     const int64_t oy = row % out_h;
-                     const int64_t band_end = std::min(end - row, out_h - oy) + oy;
+                   forEachImageBand(begin, end, out_h, [&](int64_t n, int64_t oy, int64_t oy_end) {
                      pooling::maxPoolChannelsLastRows(in + n * in_h * in_w * channels, in_h, in_w,
-                                                      channels, height, width, out_w, oy, band_end,
+                                                      channels, height, width, out_w, oy, oy_end,
                                                       out + (n * out_h + oy) * out_w * channels);
-                     row += band_end - oy;
-                   }
+                   });
                  });
 }
 
@@ -419,16 +427,11 @@ bool avgPool2dChannelsLastFloat(ProcessedNode& p, const at::Tensor& self) {
   splitIfWorthIt(p.workers(), rows, std::max<int64_t>(1, (int64_t{1} << 14) / reads_per_row),
                  static_cast<double>(rows * reads_per_row) * kNanosecondsPerElement,
                  [&](int64_t begin, int64_t end) {
-                   // The range in bands of one image's rows each.
-                   for (int64_t row = begin; row < end;) {
-                     const int64_t n = row / out_h;
-                     const int64_t oy = row % out_h;
-                     const int64_t band_end = std::min(end - row, out_h - oy) + oy;
+                   forEachImageBand(begin, end, out_h, [&](int64_t n, int64_t oy, int64_t oy_end) {
                      pooling::avgPoolChannelsLastRows(
                          in + n * in_h * in_w * channels, in_h, in_w, channels, height, width,
-                         divisor, out_w, oy, band_end, o + (n * out_h + oy) * out_w * channels);
-                     row += band_end - oy;
-                   }
+                         divisor, out_w, oy, oy_end, o + (n * out_h + oy) * out_w * channels);
+                   });
                  });
   return true;
 }
