@@ -28,6 +28,7 @@
 
 #include "ops/conv/convolution.h"
 #include "ops/conv/onednn_conv.h"
+#include "ops/shapes/layout_conversion.h"
 #include "passes/graph_passes.h"
 #include "passes/rewrite_safety.h"
 
@@ -354,6 +355,7 @@ private:
                        before->sourceRange());
     converted->setType(value->type());
     if (format != c10::MemoryFormat::Contiguous) {
+      converted->node()->i_(c10::Symbol::attr(ops::kLayoutForConvolution), 1);
       channels_last_.insert(converted);
     }
     return converted;

@@ -54,8 +54,13 @@ void planesIntoBlocks(const float* in, float* out, int64_t images, int64_t chann
 }
 
 at::Tensor toBlocked(const at::Tensor& x) {
+  // The blocked layout has no unbatched form: the pass gave a chain of convolutions this layout
+  // assuming batched images, and a [C, H, W] one reaches here.
   TORCH_CHECK(x.dim() == 4, "srt::to_blocked: expected a 4-D [N, C, H, W] tensor, got ", x.dim(),
-              "-D");
+              "-D ", x.sizes(),
+              ": this model's chain of convolutions runs in oneDNN's blocked layout, which takes "
+              "batched images; pass x.unsqueeze(0), or build the module with "
+              "disabled_passes=[\"blocked_layout\"] to take unbatched ones");
   const std::vector<int64_t> sizes = blockedSizes(x.sizes());
   const int64_t padded = sizes[1] * kChannelBlock;
   at::Tensor padded_x = at::zeros({x.size(0), padded, x.size(2), x.size(3)}, x.options());

@@ -13,6 +13,7 @@
 #include "ops/core/processed_node.h"
 #include "ops/core/registry.h"
 #include "ops/shapes/interleave.h"
+#include "ops/shapes/layout_conversion.h"
 #include "ops/shapes/transpose_copy.h"
 
 namespace srt::ops {
@@ -323,6 +324,16 @@ std::optional<KernelFunction> contiguous(const Node* node, const KernelOptions&)
   auto format = formatRequest(node, 1, at::MemoryFormat::Contiguous);
   if (!format || *format == at::MemoryFormat::Preserve) {
     return std::nullopt;
+  }
+  const c10::Symbol for_convolution = c10::Symbol::attr(kLayoutForConvolution);
+  if (node->hasAttribute(for_convolution) && node->i(for_convolution) != 0 &&
+      *format != at::MemoryFormat::Contiguous) {
+    const int64_t rank = *format == at::MemoryFormat::ChannelsLast3d ? 5 : 4;
+    return KernelFunction([format = *format, rank](ProcessedNode& p) {
+      const at::Tensor& self = p.input(0).toTensor();
+      copyInto(p, self, self.scalar_type(),
+               self.dim() == rank ? format : at::MemoryFormat::Contiguous);
+    });
   }
   return KernelFunction([format = *format](ProcessedNode& p) {
     const at::Tensor& self = p.input(0).toTensor();

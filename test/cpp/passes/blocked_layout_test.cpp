@@ -181,6 +181,29 @@ TEST(BlockedLayout, DisabledPassesSwitchItOff) {
   EXPECT_EQ(countOp(module.graph(), "srt::scaled_packed_conv2d"), 1u) << module.graph();
 }
 
+// The blocked layout has no unbatched form: an unbatched image reaching a blocked chain is an
+// error that says what to do, and the runtime keeps working for batched calls after it.
+TEST(BlockedLayout, AnUnbatchedImageIsAClearError) {
+  torch::jit::Module jit = mobileBlockModule();
+  StaticModule module(jit, unfusedPairs());
+  ASSERT_GT(countOp(module.graph(), "srt::blocked_conv2d"), 0u) << module.graph();
+  StaticRuntime runtime(module);
+  try {
+    (void)runtime({torch::randn({3, 32, 32})});
+    ADD_FAILURE() << "an unbatched image ran through the blocked chain";
+  } catch (const c10::Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("x.unsqueeze(0)"), std::string::npos) << message;
+    EXPECT_NE(message.find("disabled_passes=[\"blocked_layout\"]"), std::string::npos) << message;
+  }
+  const at::Tensor x = torch::randn({2, 3, 32, 32});
+  const auto expected = jit.forward({x}).toTupleRef().elements();
+  for (int run = 0; run < 2; ++run) {
+    const auto got = runtime({x}).toTupleRef().elements();
+    EXPECT_TRUE(torch::allclose(got[0].toTensor(), expected[0].toTensor(), 1e-4, 1e-4));
+  }
+}
+
 // Dense convolutions of few channels alone (the small CNN: 3 -> 16 -> 32 -> 64, strides
 // 1, 2, 2) are faster channels last: their chain stays so, and still matches the JIT, also on
 // the runtime's own workers, where the stem's batch of NCHW images splits into whole images, and

@@ -364,6 +364,25 @@ def forward(self, x):
 }
 
 // Without a convolution there is nothing to keep channels last for.
+// Eager's convolutions and pools take an unbatched [C, H, W] image too. The conversion the pass
+// inserts (ATen's contiguous(x, channels_last) raises for 3-D tensors) leaves such an image as
+// it is; batched calls on the same runtime stay channels last.
+TEST_F(ChannelsLastPass, UnbatchedImagesRunAsEagerRunsThem) {
+  const torch::jit::Module module = network(R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.stem, self.bias, 1, 1))
+    y = torch.max_pool2d(y, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    return torch.relu(torch.conv2d(y, self.body, self.bias, 1, 1) + y)
+)JIT");
+  StaticModule prepared(module);
+  EXPECT_EQ(countKind(prepared.graph(), "aten::contiguous"), 2u) << prepared.graph();
+  expectMatchesJit(module,
+                   {{{torch::randn({3, 16, 16})}, {}},
+                    {{torch::randn({2, 3, 9, 12})}, {}},
+                    {{torch::randn({3, 11, 7})}, {}}},
+                   {}, 1e-4);
+}
+
 TEST_F(ChannelsLastPass, LeavesNetworksWithoutConvolutions) {
   auto graph = passes::prepareModule(network(R"JIT(
 def forward(self, x):
