@@ -45,6 +45,9 @@ size_t channelsLastStride(const Dims& dims, int dim) {
   return static_cast<size_t>(elements) * sizeof(float);
 }
 
+// Output channels a piece of one image's Winograd convolution keeps at least (piecesFor).
+constexpr int64_t kMinWinogradSliceChannels = 64;
+
 // How a channel-blocked convolution splits into pieces whose slabs are contiguous: by images, or,
 // for one image, by blocks of output channels (a depthwise one's input blocks with them, so its
 // input must be blocked too), or, where the output is one block (a 16-channel stem, depthwise
@@ -238,8 +241,15 @@ int piecesFor(const OneDnnConvWeight& w, const ConvKey& key, int64_t multiply_ad
   // thread with the weight hot and 275 cold (AMD EPYC, Zen 5). Slabs of rows ran slower still
   // (460-510 us under PASSIVE): each slab reads all of the 2.3 MB weight, which in a model comes
   // from memory (604 us a node cold against 351 hot on one thread, in a probe).
-  const bool winograd_pieces = w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked &&
-                               (key.batch >= workers.threads() || key.src_blocked);
+  // Every piece of one image transforms the whole input, which pays where each keeps
+  // kMinWinogradSliceChannels output channels or more: resnet18's 64-channel layers at 56x56 in
+  // two pieces of 32 took 538-563 us a node, as one primitive on OpenMP's sleeping threads
+  // 382-444, while its 128-channel ones at 28x28 took 341-349 in pieces of 64 against 372-404
+  // (Intel Xeon, 2 threads, OMP_WAIT_POLICY=PASSIVE).
+  const bool winograd_pieces =
+      w.algorithm == ConvAlgorithm::kWinograd && key.dst_blocked &&
+      (key.batch >= workers.threads() ||
+       (key.src_blocked && w.out_channels >= kMinWinogradSliceChannels * workers.threads()));
   // A strided input's slabs would need its strides in every piece: it runs whole.
   if ((w.algorithm != ConvAlgorithm::kDirect && !winograd_pieces) || w.arguments.transposed ||
       key.src_strided || !(key.channels_last || key.dst_blocked || key.plain_into_channels_last) ||

@@ -164,9 +164,20 @@ TEST(ConvWinograd, ImagesSplitOverOwnWorkersMatchJit) {
   expectRuntimeMatchesJit(winogradModule(), inputs, {}, options, 1e-4);
 }
 
+// The oneDNN log line's part before `shape`: the implementation that ran it.
+std::string winogradLineOf(const std::string& log, const std::string& shape) {
+  const size_t at = log.find(shape);
+  if (at == std::string::npos) {
+    return "";
+  }
+  const size_t begin = log.rfind('\n', at);
+  return log.substr(begin == std::string::npos ? 0 : begin, at - begin);
+}
+
 // One image on the runtime's own workers splits by blocks of output channels, each piece a
 // Winograd convolution of its own weight slice (128 -> 64 of the shared 128-channel weight, in
-// oneDNN's log) reading the whole input, its residual slice added; two shapes, twice each.
+// oneDNN's log) reading the whole input, its residual slice added; two shapes, twice each. A
+// 64-channel layer stays whole: pieces of 32 channels would each transform the whole input.
 TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
   SKIP_WITHOUT_WINOGRAD();
   torch::jit::Module module = winogradModule();
@@ -181,16 +192,9 @@ TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
   const std::string log = steadyStateLog(runtime, {x});
   EXPECT_NE(log.find("ic128oc64_ih28"), std::string::npos) << log;
   EXPECT_NE(log.find("wino"), std::string::npos) << log;
-}
-
-// The oneDNN log line's part before `shape`: the implementation that ran it.
-std::string winogradLineOf(const std::string& log, const std::string& shape) {
-  const size_t at = log.find(shape);
-  if (at == std::string::npos) {
-    return "";
-  }
-  const size_t begin = log.rfind('\n', at);
-  return log.substr(begin == std::string::npos ? 0 : begin, at - begin);
+  EXPECT_NE(winogradLineOf(log, "ic64oc64_ih28oh28kh3sh1dh0ph1").find("wino"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("ic64oc32_ih28oh28kh3sh1"), std::string::npos) << log;
 }
 
 // The module on one thread, two OpenMP threads and two of the runtime's own workers, each input
