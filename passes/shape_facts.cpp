@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -272,6 +273,98 @@ std::optional<int64_t> derivedRank(const Value* value) {
 
 namespace {
 
+// The spatial dims of a convolution or pooling whose (first) output `value` is.
+std::optional<int64_t> spatialDims(const Value* value) {
+  const Node* node = value->node();
+  if (value->offset() != 0) {
+    return std::nullopt;
+  }
+  static const std::pair<const char*, int64_t> kinds[] = {{"aten::conv1d", 1},
+                                                          {"aten::conv2d", 2},
+                                                          {"aten::conv3d", 3},
+                                                          {"aten::max_pool1d", 1},
+                                                          {"aten::max_pool2d", 2},
+                                                          {"aten::max_pool3d", 3},
+                                                          {"aten::avg_pool1d", 1},
+                                                          {"aten::avg_pool2d", 2},
+                                                          {"aten::avg_pool3d", 3},
+                                                          {"aten::adaptive_avg_pool1d", 1},
+                                                          {"aten::adaptive_avg_pool2d", 2},
+                                                          {"aten::adaptive_avg_pool3d", 3},
+                                                          {"aten::adaptive_max_pool1d", 1},
+                                                          {"aten::adaptive_max_pool2d", 2},
+                                                          {"aten::adaptive_max_pool3d", 3}};
+  for (const auto& [kind, dims] : kinds) {
+    if (isKind(node, kind)) {
+      return dims;
+    }
+  }
+  if (isKind(node, "aten::_convolution") || isKind(node, "aten::convolution")) {
+    const std::optional<at::Tensor> weight = constantTensor(node->input(1));
+    if (weight && weight->dim() >= 3) {
+      return weight->dim() - 2;
+    }
+  }
+  return std::nullopt;
+}
+
+// Element-wise ops of one tensor whose output has its rank (beside keepsShape's).
+bool keepsRank(const Node* node) {
+  static const char* const kinds[] = {
+      "aten::relu",        "aten::relu_",          "aten::relu6",
+      "aten::hardtanh",    "aten::hardtanh_",      "aten::silu",
+      "aten::silu_",       "aten::hardswish",      "aten::hardswish_",
+      "aten::hardsigmoid", "aten::hardsigmoid_",   "aten::sigmoid",
+      "aten::sigmoid_",    "aten::tanh",           "aten::tanh_",
+      "aten::leaky_relu",  "aten::leaky_relu_",    "aten::elu",
+      "aten::elu_",        "aten::mish",           "aten::softplus",
+      "aten::clamp",       "aten::clamp_",         "aten::batch_norm",
+      "aten::dropout_",    "aten::feature_dropout"};
+  for (const char* kind : kinds) {
+    if (isKind(node, kind)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+std::optional<RankRange> rankRange(const Value* value) {
+  if (value->type()->kind() != c10::TypeKind::TensorType) {
+    return std::nullopt;
+  }
+  if (const std::optional<int64_t> rank = derivedRank(value)) {
+    return RankRange{*rank, *rank};
+  }
+  const Node* node = value->node();
+  if (const std::optional<int64_t> dims = spatialDims(value)) {
+    return RankRange{*dims + 1, *dims + 2};
+  }
+  if (node->inputs().empty() || value->offset() != 0) {
+    return std::nullopt;
+  }
+  if (keepsShape(node) || keepsRank(node)) {
+    return rankRange(node->input(0));
+  }
+  if ((isKind(node, "aten::add") || isKind(node, "aten::sub") || isKind(node, "aten::mul") ||
+       isKind(node, "aten::div")) &&
+      node->inputs().size() >= 2) {
+    // Broadcasting: the larger of the two ranks.
+    const std::optional<RankRange> a = rankRange(node->input(0));
+    if (node->input(1)->type()->kind() != c10::TypeKind::TensorType) {
+      return a;
+    }
+    const std::optional<RankRange> b = rankRange(node->input(1));
+    if (a && b) {
+      return RankRange{std::max(a->min, b->min), std::max(a->max, b->max)};
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // The last size of a tensor whose rank is unknown: what a linear makes or reads, through ops that
 // keep the shape.
 std::optional<int64_t> lastSize(const Value* tensor) {
@@ -353,10 +446,10 @@ std::optional<int64_t> knownSize(const Value* tensor, int64_t dim) {
     const auto rank_in = knownRank(node->input(0));
     const auto a = constantInt(node->input(1));
     const auto b = constantInt(node->input(2));
-    const auto na = a ? normalizedDim(*a, rank_in) : std::nullopt;
-    const auto nb = b ? normalizedDim(*b, rank_in) : std::nullopt;
-    if (na && nb) {
-      return knownSize(node->input(0), *d == *na ? *nb : (*d == *nb ? *na : *d));
+    const int64_t na = a ? normalizedDim(*a, rank_in).value_or(-1) : -1;
+    const int64_t nb = b ? normalizedDim(*b, rank_in).value_or(-1) : -1;
+    if (na >= 0 && nb >= 0) {
+      return knownSize(node->input(0), *d == na ? nb : (*d == nb ? na : *d));
     }
   } else if (isKind(node, "aten::permute")) {
     if (auto dims = constantIntList(node->input(1))) {

@@ -24,6 +24,17 @@ std::optional<int64_t> knownRank(const torch::jit::Value* value);
 // knownRank without what asserts on the value say: what such an assert can be checked against.
 std::optional<int64_t> derivedRank(const torch::jit::Value* value);
 
+// The ranks a tensor value can have wherever the graph runs past its producer: [r, r] where
+// derivedRank knows r; a convolution or pooling over k spatial dims makes k + 1 (an unbatched
+// input) or k + 2 (a batched one), or raises; element-wise ops pass their operands' ranges on.
+// What `len(x.size()) > 2` in every F.adaptive_avg_pool2d asks of a convolution's output, whose
+// exact rank the graph's input leaves open.
+struct RankRange {
+  int64_t min = 0;
+  int64_t max = 0;
+};
+std::optional<RankRange> rankRange(const torch::jit::Value* value);
+
 // `dim` as an index in [0, rank); std::nullopt when the rank is unknown or `dim` out of range.
 std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank);
 
