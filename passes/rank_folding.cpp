@@ -6,8 +6,13 @@
 // propagation folds what depended on them: torchvision's `torch._assert(x.dim() == 3, f"...
 // {x.shape}")` in every ViT encoder block, whose message is otherwise formatted from the shape on
 // every call, and the `len(x.size()) > 2` check of every F.adaptive_avg_pool2d (a classifier's
-// pooling, each squeeze-excitation block's: four nodes a call each).
+// pooling, each squeeze-excitation block's: four nodes a call each). A check an earlier assert on
+// the same tensor settles folds too: after `if x.dim() != 4: raise` in the graph's top-level
+// block, x.dim() is 4 for every node below (DenseNet's BatchNorm checks each concatenation twice,
+// and once more the convolution's output, whose rank is its input's: 58 checks of 3 nodes).
 #include <optional>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -108,6 +113,48 @@ std::optional<bool> decidedComparison(const Node* node) {
   return std::nullopt;
 }
 
+// Whether `block` only raises: its last node is prim::RaiseException (the ones before it make
+// the message).
+bool onlyRaises(const torch::jit::Block* block) {
+  return block->outputs().empty() && block->nodes().begin() != block->nodes().end() &&
+         block->return_node()->prev()->kind() == c10::prim::RaiseException;
+}
+
+bool isEmpty(const torch::jit::Block* block) {
+  return block->outputs().empty() && block->nodes().begin() == block->nodes().end();
+}
+
+// The rank `node` asserts, when it is `if rank(t) != r: raise` or `if rank(t) == r: pass else:
+// raise` (rank: dim() or len(size())): t and r.
+std::optional<std::pair<const Value*, int64_t>> assertion(const Node* node) {
+  if (node->kind() != c10::prim::If || !node->outputs().empty()) {
+    return std::nullopt;
+  }
+  const Node* condition = node->input(0)->node();
+  const bool equal = condition->matches("aten::eq.int(int a, int b) -> bool");
+  const bool unequal = condition->matches("aten::ne.int(int a, int b) -> bool");
+  if (!equal && !unequal) {
+    return std::nullopt;
+  }
+  const torch::jit::Block* then_block = node->blocks()[0];
+  const torch::jit::Block* else_block = node->blocks()[1];
+  const bool raises_unless_true = isEmpty(then_block) && onlyRaises(else_block);
+  const bool raises_if_true = onlyRaises(then_block) && isEmpty(else_block);
+  if (!(equal ? raises_unless_true : raises_if_true)) {
+    return std::nullopt;
+  }
+  const Value* tensor = rankedTensor(condition->input(0));
+  std::optional<int64_t> rank = knownInt(condition->input(1));
+  if (tensor == nullptr) {
+    tensor = rankedTensor(condition->input(1));
+    rank = knownInt(condition->input(0));
+  }
+  if (tensor == nullptr || !rank) {
+    return std::nullopt;
+  }
+  return std::make_pair(tensor, *rank);
+}
+
 } // namespace
 
 bool foldKnownRanks(GraphPtr& graph) {
@@ -116,6 +163,31 @@ bool foldKnownRanks(GraphPtr& graph) {
   const std::vector<Node*> queries =
       nodesWhere(graph->block(), [](Node* node) { return node->outputs().size() == 1; });
   bool changed = false;
+  // Ranks the top-level block's asserts settle for the nodes after them (a nested block's node
+  // runs where its top-level node stands).
+  std::unordered_map<const Node*, size_t> position; // of the top-level nodes
+  std::unordered_map<const Value*, std::pair<size_t, int64_t>>
+      asserted; // first assert: where, rank
+  for (Node* node : graph->block()->nodes()) {
+    const size_t here = position.size();
+    position[node] = here;
+    if (const auto settled = assertion(node)) {
+      asserted.emplace(settled->first, std::make_pair(here, settled->second));
+    }
+  }
+  // The rank an assert above `node` settles for `tensor`, or for a tensor it has the rank of.
+  auto assertedRank = [&](const Node* node, const Value* tensor) -> std::optional<int64_t> {
+    while (node->owningBlock() != graph->block()) {
+      node = node->owningBlock()->owningNode();
+    }
+    for (const Value* source = tensor; source != nullptr; source = sameRankInput(source)) {
+      const auto fact = asserted.find(source);
+      if (fact != asserted.end() && position.at(node) > fact->second.first) {
+        return fact->second.second;
+      }
+    }
+    return std::nullopt;
+  };
   for (Node* node : queries) {
     if (!node->output()->hasUses()) {
       continue;
@@ -124,6 +196,8 @@ bool foldKnownRanks(GraphPtr& graph) {
     if (const Value* tensor = rankedTensor(node->output())) {
       if (const std::optional<int64_t> rank = derivedRank(tensor)) {
         folded = *rank;
+      } else if (const std::optional<int64_t> settled = assertedRank(node, tensor)) {
+        folded = *settled;
       }
     } else if (const std::optional<bool> decided = decidedComparison(node)) {
       folded = *decided;

@@ -330,6 +330,15 @@ bool keepsRank(const Node* node) {
 
 } // namespace
 
+const Value* sameRankInput(const Value* value) {
+  const Node* node = value->node();
+  if (node->inputs().empty() || value->offset() != 0 ||
+      node->input(0)->type()->kind() != c10::TypeKind::TensorType) {
+    return nullptr;
+  }
+  return spatialDims(value) || keepsShape(node) || keepsRank(node) ? node->input(0) : nullptr;
+}
+
 std::optional<RankRange> rankRange(const Value* value) {
   if (value->type()->kind() != c10::TypeKind::TensorType) {
     return std::nullopt;

@@ -35,6 +35,10 @@ struct RankRange {
 };
 std::optional<RankRange> rankRange(const torch::jit::Value* value);
 
+// The input whose rank `value` always has, when its producer keeps its input's rank
+// (convolutions, pooling, element-wise ops of one tensor); else nullptr.
+const torch::jit::Value* sameRankInput(const torch::jit::Value* value);
+
 // `dim` as an index in [0, rank); std::nullopt when the rank is unknown or `dim` out of range.
 std::optional<int64_t> normalizedDim(int64_t dim, std::optional<int64_t> rank);
 

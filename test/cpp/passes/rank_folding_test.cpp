@@ -115,5 +115,46 @@ TEST(RankFolding, KeepsAComparisonTheRanksLeaveOpen) {
                std::exception);
 }
 
+// BatchNorm2d's `if input.dim() != 4: raise` on x, then on the convolution of x: the first check
+// settles the second (a convolution's output has its input's rank), not the other way round.
+const char* kRepeatedCheckIr = R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %1 : int = prim::Constant[value=1]()
+  %4 : int = prim::Constant[value=4]()
+  %msg : str = prim::Constant[value="expected 4D input"]()
+  %ones : int[] = prim::ListConstruct(%1, %1)
+  %xd : int = aten::dim(%x)
+  %x_wrong : bool = aten::ne(%xd, %4)
+  prim::If(%x_wrong)
+    block0():
+      prim::RaiseException(%msg, %none)
+      -> ()
+    block1():
+      -> ()
+  %r : Tensor = aten::relu(%x)
+  %y : Tensor = aten::conv2d(%r, %w, %none, %ones, %ones, %ones, %1)
+  %yd : int = aten::dim(%y)
+  %y_wrong : bool = aten::ne(%yd, %4)
+  prim::If(%y_wrong)
+    block0():
+      prim::RaiseException(%msg, %none)
+      -> ()
+    block1():
+      -> ()
+  return (%y)
+)IR";
+
+TEST(RankFolding, AnAssertSettlesTheSameChecksBelowIt) {
+  const std::vector<GraphInputs> sets = {{torch::randn({2, 3, 8, 8}), torch::randn({4, 3, 3, 3})},
+                                         {torch::randn({1, 3, 6, 5}), torch::randn({4, 3, 3, 3})}};
+  auto folded = expectPassPreservesResults(passes::foldKnownRanks, parsedGraph(kRepeatedCheckIr),
+                                           sets, /*expect_changed=*/true);
+  EXPECT_EQ(countKind(*folded, "prim::If"), 1u) << *folded; // x's own check stays
+  EXPECT_EQ(countKind(*folded, "aten::dim"), 1u) << *folded;
+  EXPECT_THROW(runWithJit(folded, {torch::randn({3, 8, 8}), torch::randn({4, 3, 3, 3})}),
+               std::exception);
+}
+
 } // namespace
 } // namespace srt::testing
