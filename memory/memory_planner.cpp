@@ -1,5 +1,7 @@
 #include "memory/memory_planner.h"
 
+#include <algorithm>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
@@ -27,7 +29,17 @@ c10::StorageImpl* storageOf(c10::IValue& value) {
 MemoryPlanner::MemoryPlanner(std::vector<ManagedTensor> managed, PlannerAlgorithm algorithm,
                              std::vector<ScratchBlock> scratch)
     : managed_(std::move(managed)), scratch_(std::move(scratch)), algorithm_(algorithm),
-      slot_bytes_(managed_.size() + scratch_.size(), 0) {
+      slot_bytes_(managed_.size() + scratch_.size(), 0),
+      slot_of_(managed_.size() + scratch_.size(), 0) {
+  for (size_t i = 0; i < slot_of_.size(); ++i) {
+    const int64_t taken = i < managed_.size() ? managed_[i].takes_slot_of : -1;
+    TORCH_CHECK(taken < static_cast<int64_t>(i) &&
+                    (taken < 0 || managed_[static_cast<size_t>(taken)].last == managed_[i].first),
+                "MemoryPlanner: managed tensor ", i,
+                " can only take over the slot of an earlier "
+                "one that dies at its first step");
+    slot_of_[i] = taken < 0 ? num_slots_++ : slot_of_[static_cast<size_t>(taken)];
+  }
   for (size_t i = 0; i < managed_.size(); ++i) {
     if (managed_[i].last >= last_uses_at_.size()) {
       last_uses_at_.resize(managed_[i].last + 1);
@@ -46,6 +58,24 @@ std::vector<Lifetime> MemoryPlanner::lifetimes() const {
     result.push_back({scratch_[i].step, scratch_[i].step, slot_bytes_[managed_.size() + i]});
   }
   return result;
+}
+
+std::vector<Lifetime> MemoryPlanner::slotLifetimes() const {
+  std::vector<Lifetime> slots(num_slots_);
+  std::vector<bool> seen(num_slots_, false);
+  const std::vector<Lifetime> buffers = lifetimes();
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    Lifetime& slot = slots[slot_of_[i]];
+    if (!seen[slot_of_[i]]) {
+      slot = buffers[i];
+      seen[slot_of_[i]] = true;
+      continue;
+    }
+    slot.first = std::min(slot.first, buffers[i].first);
+    slot.last = std::max(slot.last, buffers[i].last);
+    slot.bytes = std::max(slot.bytes, buffers[i].bytes);
+  }
+  return slots;
 }
 
 void* MemoryPlanner::scratchData(size_t i) const {
@@ -77,7 +107,7 @@ size_t MemoryPlanner::plannedScratchBytes() const {
 }
 
 size_t MemoryPlanner::lowerBoundBytes() const {
-  return lowerBound(lifetimes());
+  return lowerBound(slotLifetimes());
 }
 
 void MemoryPlanner::allocate(c10::IValue* values) {
@@ -139,7 +169,12 @@ void MemoryPlanner::learnAndDetach(size_t i, c10::IValue* values) noexcept {
 void MemoryPlanner::replan() {
   needs_plan_ = false;
   ++generation_;
-  plan_ = planMemory(lifetimes(), algorithm_);
+  slot_plan_ = planMemory(slotLifetimes(), algorithm_);
+  plan_ = MemoryPlan{slot_plan_.algorithm, {}, slot_plan_.arena_bytes};
+  plan_.offsets.reserve(slot_of_.size());
+  for (size_t slot : slot_of_) {
+    plan_.offsets.push_back(slot_plan_.offsets[slot]);
+  }
   // Grows now, while nothing points into the arena. From this noexcept path a failure is only
   // noted (verify() reports the short arena): the next allocate() tries again and reports it.
   try {
@@ -151,6 +186,7 @@ void MemoryPlanner::replan() {
 void MemoryPlanner::releaseMemory() {
   arena_.release();
   plan_ = MemoryPlan{};
+  slot_plan_ = MemoryPlan{};
   std::fill(slot_bytes_.begin(), slot_bytes_.end(), 0);
   ++generation_;
 }
@@ -159,22 +195,30 @@ std::string MemoryPlanner::dump() const {
   if (plan_.offsets.empty()) {
     return "memory plan: none yet (sizes are learned on the first run)\n";
   }
-  // Every node has a scratch block, most of them empty: list only buffers that hold memory.
-  const std::vector<Lifetime> all = lifetimes();
+  // Every node has a scratch block, most of them empty: list only slots that hold memory, named
+  // by their buffers (tensors that share a slot as "%a > %b", in the order they take it).
+  const std::vector<Lifetime> slots = slotLifetimes();
+  std::vector<std::string> slot_names(num_slots_);
+  std::vector<bool> slot_scratch(num_slots_, false);
+  for (size_t i = 0; i < slot_of_.size(); ++i) {
+    const bool scratch = i >= managed_.size();
+    std::string& name = slot_names[slot_of_[i]];
+    name += (name.empty() ? "" : " > ") +
+            (scratch ? "scratch " + scratch_[i - managed_.size()].name : "%" + managed_[i].name);
+    slot_scratch[slot_of_[i]] = scratch;
+  }
   std::vector<Lifetime> shown;
   MemoryPlan shown_plan{plan_.algorithm, {}, plan_.arena_bytes};
   std::vector<std::string> names;
   size_t scratch_shown = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const bool scratch = i >= managed_.size();
-    if (all[i].bytes == 0) {
+  for (size_t slot = 0; slot < num_slots_; ++slot) {
+    if (slots[slot].bytes == 0) {
       continue;
     }
-    shown.push_back(all[i]);
-    shown_plan.offsets.push_back(plan_.offsets[i]);
-    names.push_back(scratch ? "scratch " + scratch_[i - managed_.size()].name
-                            : "%" + managed_[i].name);
-    scratch_shown += scratch ? 1 : 0;
+    shown.push_back(slots[slot]);
+    shown_plan.offsets.push_back(slot_plan_.offsets[slot]);
+    names.push_back(slot_names[slot]);
+    scratch_shown += slot_scratch[slot] ? 1 : 0;
   }
   return std::to_string(shown.size() - scratch_shown) + " managed tensors and " +
          std::to_string(scratch_shown) + " scratch blocks hold memory\n" +
@@ -185,7 +229,7 @@ std::string MemoryPlanner::verify() const {
   if (plan_.offsets.empty()) {
     return "";
   }
-  std::string problem = verifyPlan(lifetimes(), plan_);
+  std::string problem = verifyPlan(slotLifetimes(), slot_plan_);
   if (problem.empty() && plan_.arena_bytes > arena_.capacity()) {
     problem = "the plan needs " + std::to_string(plan_.arena_bytes) + " bytes but the arena has " +
               std::to_string(arena_.capacity());

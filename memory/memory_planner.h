@@ -22,6 +22,10 @@ struct ManagedTensor {
   size_t first;
   size_t last;
   std::string name = ""; // for dumps: the value's debug name
+  // An earlier managed tensor (its index in the planner's list) whose slot this one takes over:
+  // that one dies at this one's first step, where the kernel writes this one over it element by
+  // element (the residual a convolution's epilogue adds). -1: a slot of its own.
+  int64_t takes_slot_of = -1;
 };
 
 // Scratch memory one node's kernel asks for: live only during the step that runs the node, so it
@@ -100,6 +104,13 @@ public:
   // first plan); and the buffers' names.
   std::vector<Lifetime> lifetimes() const;
   const MemoryPlan& plan() const { return plan_; }
+  // The slots offsets are assigned to: one per buffer, but managed tensors that take over another's
+  // slot (ManagedTensor::takes_slot_of) share it. Each slot's lifetime spans its buffers' and its
+  // size is their largest; slotPlan() holds one offset per slot (none before the first plan).
+  size_t numSlots() const { return num_slots_; }
+  size_t slotOf(size_t buffer) const { return slot_of_[buffer]; }
+  std::vector<Lifetime> slotLifetimes() const;
+  const MemoryPlan& slotPlan() const { return slot_plan_; }
   const std::vector<ManagedTensor>& managed() const { return managed_; }
   const std::vector<ScratchBlock>& scratch() const { return scratch_; }
 
@@ -113,7 +124,10 @@ private:
   PlannerAlgorithm algorithm_;
   std::vector<size_t> slot_bytes_; // largest storage (or scratch request) seen per buffer
   std::vector<std::vector<size_t>> last_uses_at_; // managed tensors by the step they die after
-  MemoryPlan plan_;
+  std::vector<size_t> slot_of_;                   // buffer -> slot
+  size_t num_slots_ = 0;
+  MemoryPlan slot_plan_; // one offset per slot
+  MemoryPlan plan_;      // the same, one offset per buffer
   Arena arena_;
   bool needs_plan_ = false;
   size_t generation_ = 0;

@@ -10,7 +10,9 @@ namespace srt {
 struct MemoryPlanEntry {
   enum class Kind { kTensor, kScratch };
 
-  // A tensor: its value's debug name ("x.3"). Scratch: the node that asks for it
+  // A tensor: its value's debug name ("x.3"); tensors that share a slot (an output written over
+  // the residual it adds), theirs in the order they hold it ("x.3 > x.5"). Scratch: the node that
+  // asks for it
   // ("aten::matmul -> %x.3", with " (in a sub-block)" for nodes in an If / Loop body).
   std::string name;
   Kind kind = Kind::kTensor;

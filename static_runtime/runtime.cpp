@@ -274,19 +274,28 @@ std::vector<MemoryPlanEntry> StaticRuntime::memoryPlanEntries() const {
   if (!state_->planner || state_->planner->plan().offsets.empty()) {
     return entries;
   }
-  const std::vector<memory::Lifetime> lifetimes = state_->planner->lifetimes();
-  const size_t num_managed = state_->planner->numManaged();
-  for (size_t i = 0; i < lifetimes.size(); ++i) {
-    // Most nodes ask for no scratch; like memoryPlan(), list only buffers that hold memory.
-    if (lifetimes[i].bytes == 0) {
+  // One entry per slot: tensors that take over another's slot share its entry.
+  const memory::MemoryPlanner& planner = *state_->planner;
+  const std::vector<memory::Lifetime> slots = planner.slotLifetimes();
+  const size_t num_managed = planner.numManaged();
+  std::vector<std::string> names(slots.size());
+  std::vector<bool> scratch(slots.size(), false);
+  for (size_t i = 0; i < num_managed + planner.numScratch(); ++i) {
+    const size_t slot = planner.slotOf(i);
+    scratch[slot] = i >= num_managed;
+    names[slot] +=
+        (names[slot].empty() ? "" : " > ") +
+        (scratch[slot] ? planner.scratch()[i - num_managed].name : planner.managed()[i].name);
+  }
+  for (size_t slot = 0; slot < slots.size(); ++slot) {
+    // Most nodes ask for no scratch; like memoryPlan(), list only slots that hold memory.
+    if (slots[slot].bytes == 0) {
       continue;
     }
-    const bool scratch = i >= num_managed;
-    entries.push_back({scratch ? state_->planner->scratch()[i - num_managed].name
-                               : state_->planner->managed()[i].name,
-                       scratch ? MemoryPlanEntry::Kind::kScratch : MemoryPlanEntry::Kind::kTensor,
-                       lifetimes[i].first, lifetimes[i].last, state_->planner->plan().offsets[i],
-                       lifetimes[i].bytes});
+    entries.push_back(
+        {names[slot],
+         scratch[slot] ? MemoryPlanEntry::Kind::kScratch : MemoryPlanEntry::Kind::kTensor,
+         slots[slot].first, slots[slot].last, planner.slotPlan().offsets[slot], slots[slot].bytes});
   }
   std::stable_sort(
       entries.begin(), entries.end(),

@@ -337,6 +337,13 @@ std::optional<KernelFunction> convFactory(const torch::jit::Node* node,
                               outputLayout(node), referenceIntoOutput);
 }
 
+// The residual a packed convolution's epilogue adds, which its kernel may write the output over
+// (ops/conv/onednn_conv.h): every path reads a residual element before it writes the output's.
+std::optional<size_t> residualInput(const torch::jit::Node* node) {
+  const std::optional<ConvEpilogue> epilogue = constantConvEpilogue(node);
+  return epilogue && epilogue->has_residual ? std::optional<size_t>(kResidual) : std::nullopt;
+}
+
 } // namespace
 
 std::optional<ConvArguments> constantConvArguments(const torch::jit::Node* node, int spatial_dims) {
@@ -372,10 +379,12 @@ std::optional<KernelFunction> blockedConvKernel(ConvInputs inputs) {
 SRT_REGISTER_KERNEL("aten::conv2d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv2d", kNative, whenMatches(kConv2dSchema, nativeConv<2>));
 SRT_REGISTER_KERNEL("srt::fused_conv2d", kOutVariant, convFactory);
-SRT_REGISTER_KERNEL("srt::packed_conv2d", kOutVariant, convFactory);
-SRT_REGISTER_KERNEL("srt::blocked_conv2d", kOutVariant, convFactory);
-SRT_REGISTER_KERNEL("srt::scaled_packed_conv2d", kOutVariant, convFactory);
-SRT_REGISTER_KERNEL("srt::scaled_blocked_conv2d", kOutVariant, convFactory);
+SRT_REGISTER_KERNEL_WRITING_OVER("srt::packed_conv2d", kOutVariant, convFactory, residualInput);
+SRT_REGISTER_KERNEL_WRITING_OVER("srt::blocked_conv2d", kOutVariant, convFactory, residualInput);
+SRT_REGISTER_KERNEL_WRITING_OVER("srt::scaled_packed_conv2d", kOutVariant, convFactory,
+                                 residualInput);
+SRT_REGISTER_KERNEL_WRITING_OVER("srt::scaled_blocked_conv2d", kOutVariant, convFactory,
+                                 residualInput);
 SRT_REGISTER_KERNEL("aten::conv3d", kOutVariant, convFactory);
 SRT_REGISTER_KERNEL("aten::conv3d", kNative, whenMatches(kConv3dSchema, nativeConv<3>));
 SRT_REGISTER_KERNEL("srt::fused_conv3d", kOutVariant, convFactory);

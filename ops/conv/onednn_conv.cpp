@@ -185,6 +185,19 @@ bool depthwiseReadsInPlace(const OneDnnConvWeight& w) {
          blocking.strides[3] == k * kChannelBlock && blocking.strides[4] == kChannelBlock;
 }
 
+// Whether the node's output already has `residual`'s storage and keeps it through this call: the
+// memory plan put both in one slot (Kernel::writes_over_input). `residual` has the output's sizes
+// and layout (checked before), so the output, holding as many bytes, is not reallocated.
+bool writesOverResidual(ProcessedNode& p, const at::Tensor& residual) {
+  const c10::IValue& output = p.output(0);
+  if (!output.isTensor() || !output.toTensor().defined() || !output.toTensor().has_storage()) {
+    return false;
+  }
+  const c10::Storage& storage = output.toTensor().storage();
+  return residual.storage_offset() == 0 && storage.data() == residual.storage().data() &&
+         storage.nbytes() >= residual.nbytes();
+}
+
 // Whether ops/conv/strided_winograd.h's loop runs `w`'s convolutions: 2-D, ungrouped, 3x3,
 // stride 2, padding 1, undilated, float32 direct, of 16 input channels or more (fewer leave its
 // products too short for their transforms) and at most 128 x 128 channel pairs: each band of
@@ -309,6 +322,10 @@ public:
       fallback_(p);
       return;
     }
+    // The memory plan may have given the output the residual's storage: our loops read each
+    // residual element before they store the output's, and oneDNN's sum post-op adds what the
+    // output holds; the small-image GEMM, which keeps partial sums in the output, is not taken.
+    key.residual_in_place = residual != nullptr && writesOverResidual(p, *residual);
     // Our blocked loops run where the convolution runs on one thread; the 1x1 loop also splits
     // one image's output blocks over the runtime's own workers, where oneDNN's pieces would split
     // them too (a batch splits by images there): since the loop prefetches its weight, mobilenet_v2
@@ -337,8 +354,8 @@ public:
     }
     // Few output pixels against the weight, in the whole batch: the product on our GEMM, which
     // prefetches the weight (ops/conv/small_image_gemm.h).
-    if (small_image_block_width_ && !scale && out_channels_last && spatial_dims == 2 &&
-        x.is_contiguous(channels_last_format) &&
+    if (small_image_block_width_ && !scale && !key.residual_in_place && out_channels_last &&
+        spatial_dims == 2 && x.is_contiguous(channels_last_format) &&
         key.batch * out_sizes[2] * out_sizes[3] <= conv_gemm::kMaxPixels) {
       runSmallImage(p, x, out_sizes, residual);
       return;

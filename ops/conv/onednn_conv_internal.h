@@ -46,6 +46,9 @@ struct ConvKey {
   // Nothing but the bias and a residual follows the sum of products (no activation), so pieces
   // may each take a share of the sum (splitsInputChannels).
   bool linear = false;
+  // The output holds the residual when the convolution runs: the memory plan gave it the
+  // residual's storage (Kernel::writes_over_input).
+  bool residual_in_place = false;
   int threads = 0;
   int pieces = 0;
 
@@ -55,8 +58,8 @@ struct ConvKey {
            plain_into_channels_last == o.plain_into_channels_last && src_strided == o.src_strided &&
            std::equal(src_strides, src_strides + kMaxConvSpatialDims + 2, o.src_strides) &&
            src_blocked == o.src_blocked && dst_blocked == o.dst_blocked &&
-           scaled_weights == o.scaled_weights && linear == o.linear && threads == o.threads &&
-           pieces == o.pieces;
+           scaled_weights == o.scaled_weights && linear == o.linear &&
+           residual_in_place == o.residual_in_place && threads == o.threads && pieces == o.pieces;
   }
 };
 
@@ -154,6 +157,10 @@ struct ConvShape {
   // Empty: the output is dst, dense.
   Dims dst_whole;
   bool scaled_weights = false; // ConvKey::scaled_weights
+  // ConvKey::residual_in_place: the residual is added where it is, by the sum post-op. (A binary
+  // one would read it after the kernel stored partial sums over it, in kernels that split the
+  // input channels.)
+  bool residual_in_place = false;
 };
 
 // Whether a Winograd weight's convolution may fall back to the direct algorithm (repacking the

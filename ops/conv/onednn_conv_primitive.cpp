@@ -225,6 +225,7 @@ ConvShape wholeShape(const OneDnnConvWeight& w, const ConvKey& key) {
   shape.src_blocked = key.src_blocked;
   shape.dst_blocked = key.dst_blocked;
   shape.scaled_weights = key.scaled_weights;
+  shape.residual_in_place = key.residual_in_place;
   if (key.src_strided) {
     shape.src_strides.assign(key.src_strides, key.src_strides + spatial_dims + 2);
   }
@@ -449,7 +450,7 @@ void build(OneDnnConvState& state, const ConvShape& shape, const OneDnnConvWeigh
   }
   // Where the primitive writes the caller's layout, the residual as it is: its own input.
   state.binary_residual = false;
-  if (pd.dst_desc(0) == dst_user) {
+  if (pd.dst_desc(0) == dst_user && !shape.residual_in_place) {
     if (std::optional<dnnl::primitive_desc> binary =
             withBinaryResidual(w, pd, epilogue, shape.pad)) {
       pd = std::move(*binary);
@@ -625,7 +626,7 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
       memory from(state.dst_user.get_desc(), oneDnnEngine(), const_cast<void*>(residual));
       execute(state.stream, state.residual_reorder,
               {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, state.dst.get()}});
-    } else {
+    } else if (residual != out) { // else written over it (ConvKey::residual_in_place)
       std::memcpy(out, residual, state.dst_user.get_desc().get_size());
     }
   }

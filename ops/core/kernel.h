@@ -1,7 +1,9 @@
 // What a node runs: a kernel function and the kind of kernel it is.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace srt::ops {
@@ -27,6 +29,11 @@ using KernelFunction = std::function<void(ProcessedNode&)>;
 struct Kernel {
   KernelKind kind;
   KernelFunction run;
+  // An input whose storage the output may be given when nothing reads that input after the node
+  // (the memory plan then puts both in one slot): the kernel reads each element of it before it
+  // writes the output's same element, as an epilogue adding a residual does, and takes it as it
+  // comes, in place or not. std::nullopt: none.
+  std::optional<size_t> writes_over_input = std::nullopt;
 };
 
 } // namespace srt::ops

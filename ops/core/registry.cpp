@@ -23,10 +23,12 @@ Registry& Registry::global() {
   return registry;
 }
 
-void Registry::add(const char* qualified_op_name, KernelKind kind, KernelFactory factory) {
+void Registry::add(const char* qualified_op_name, KernelKind kind, KernelFactory factory,
+                   WritesOverInput writes_over_input) {
   TORCH_CHECK(kind != KernelKind::kFallback,
               "the JIT-operator fallback is implicit; do not register it for ", qualified_op_name);
-  entries_[c10::Symbol::fromQualString(qualified_op_name)].push_back({kind, std::move(factory)});
+  entries_[c10::Symbol::fromQualString(qualified_op_name)].push_back(
+      {kind, std::move(factory), std::move(writes_over_input)});
 }
 
 const char* toString(GemmBackend backend) {
@@ -54,7 +56,8 @@ std::optional<Kernel> Registry::select(const torch::jit::Node* node,
           continue;
         }
         if (auto fn = entry.factory(node, options)) {
-          return Kernel{entry.kind, std::move(*fn)};
+          return Kernel{entry.kind, std::move(*fn),
+                        entry.writes_over_input ? entry.writes_over_input(node) : std::nullopt};
         }
       }
     }

@@ -24,11 +24,15 @@ namespace srt::ops {
 using KernelFactory =
     std::function<std::optional<KernelFunction>(const torch::jit::Node*, const KernelOptions&)>;
 
+// The input a node's kernel may write its output over (Kernel::writes_over_input), if any.
+using WritesOverInput = std::function<std::optional<size_t>(const torch::jit::Node*)>;
+
 class Registry {
 public:
   static Registry& global();
 
-  void add(const char* qualified_op_name, KernelKind kind, KernelFactory factory);
+  void add(const char* qualified_op_name, KernelKind kind, KernelFactory factory,
+           WritesOverInput writes_over_input = nullptr);
 
   // Best kernel for the node: out-variant, then native, then the JIT-operator fallback.
   // std::nullopt when nothing can run it.
@@ -41,6 +45,7 @@ private:
   struct Entry {
     KernelKind kind;
     KernelFactory factory;
+    WritesOverInput writes_over_input;
   };
   std::unordered_map<c10::Symbol, std::vector<Entry>> entries_;
 };
@@ -50,8 +55,9 @@ std::optional<KernelFunction> makeFallbackKernel(const torch::jit::Node* node);
 
 namespace detail {
 struct Registrar {
-  Registrar(const char* op, KernelKind kind, KernelFactory factory) {
-    Registry::global().add(op, kind, std::move(factory));
+  Registrar(const char* op, KernelKind kind, KernelFactory factory,
+            WritesOverInput writes_over_input = nullptr) {
+    Registry::global().add(op, kind, std::move(factory), std::move(writes_over_input));
   }
 };
 } // namespace detail
@@ -67,3 +73,9 @@ struct Registrar {
 #define SRT_REGISTER_KERNEL(op_name, kind, factory)                                                \
   static const ::srt::ops::detail::Registrar SRT_CONCAT(srt_kernel_registrar_, __COUNTER__)(       \
       op_name, ::srt::ops::KernelKind::kind, factory)
+
+// The same, for a kernel that may write its output over an input (Kernel::writes_over_input):
+// writes_over_input(node) names that input for a node, or std::nullopt.
+#define SRT_REGISTER_KERNEL_WRITING_OVER(op_name, kind, factory, writes_over_input)                \
+  static const ::srt::ops::detail::Registrar SRT_CONCAT(srt_kernel_registrar_, __COUNTER__)(       \
+      op_name, ::srt::ops::KernelKind::kind, factory, writes_over_input)

@@ -216,6 +216,27 @@ def test_memory_plan_after_a_run():
     _check_plan(fresh.memory_plan(*entry.inputs[1]), fresh)
 
 
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenet_v2"])
+def test_convolutions_write_their_output_over_the_residual_they_add(name):
+    """A residual block's last convolution adds the block's input, which dies there: the plan
+    gives its output the input's slot ("x > y" in one entry), and the results stay eager's, at
+    two shapes, each run twice (the second run writes over the residual in place)."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)().eval()
+    module = static_runtime.StaticModule(torch.jit.script(model))
+    for shape in [(1, 3, 64, 64), (2, 3, 48, 80)]:
+        x = torch.randn(shape)
+        with torch.no_grad():
+            expected = model(x)
+        for _ in range(2):
+            actual = module(x)
+            assert (actual - expected).abs().max() <= 1e-4 * expected.abs().max()
+        plan = module.memory_plan()
+        _check_plan(plan, module)
+        assert any(" > " in entry["name"] for entry in plan if entry["kind"] == "tensor"), plan
+
+
 def test_memory_plan_shows_kernel_scratch_and_is_empty_without_a_planner():
     class Norm(nn.Module):
         def forward(self, x: Tensor, mean: Tensor, var: Tensor) -> Tensor:
