@@ -198,14 +198,15 @@ bool writesOverResidual(ProcessedNode& p, const at::Tensor& residual) {
          storage.nbytes() >= residual.nbytes();
 }
 
-// Whether ops/conv/strided_winograd.h's loop runs `w`'s convolutions: 2-D, ungrouped, 3x3,
+// Whether ops/conv/strided_winograd.h's loop may run `w`'s convolutions: 2-D, ungrouped, 3x3,
 // stride 2, padding 1, undilated, float32 direct, of 16 input channels or more (fewer leave its
 // products too short for their transforms) and at most 128 x 128 channel pairs: each band of
 // tile rows reads the whole transformed weight (36 / 9 of the weight), which beyond that comes
 // from memory at every band. Measured against oneDNN's direct kernels (1 thread, batch 1, AMD EPYC,
 // Zen 5): the small CNN's 16 -> 32 and 32 -> 64 34 and 27 us against 37.5 and 36; resnet18's
 // 64 -> 128 at 56x56 458 against 515, resnet50's 128 -> 128 740 against 1049; but resnet18's
-// 128 -> 256 at 28x28 832 against 466 and resnet50's 256 -> 256 1334 against 948.
+// 128 -> 256 at 28x28 832 against 466 and resnet50's 256 -> 256 1334 against 948. Within these
+// bounds the loop runs a shape where it measured faster than oneDNN (stridedWinogradFaster).
 bool stridedWinogradRuns(const OneDnnConvWeight& w) {
   constexpr int64_t kMinInChannels = 16;
   constexpr int64_t kMaxChannelPairs = 128 * 128;
@@ -348,7 +349,8 @@ public:
       return;
     }
     if (strided_winograd_ && pointwise_activation_ && !scale &&
-        (src_blocked || (out_channels_last && key.channels_last && !src_strided))) {
+        (src_blocked || (out_channels_last && key.channels_last && !src_strided)) &&
+        stridedWinogradChosen(p, key, x)) {
       runStridedWinograd(p, x, out_sizes, residual, loop_threads);
       return;
     }
@@ -488,25 +490,41 @@ private:
                 });
   }
 
-  // The convolution in the stride-2 Winograd loop (strided_winograd_, pointwise_activation_ set;
-  // x and the output blocked, or both channels last): the batch's rows of output tiles split over
-  // `threads` of the runtime's workers, each part with its own scratch.
-  void runStridedWinograd(ProcessedNode& p, const at::Tensor& x,
-                          const std::vector<int64_t>& out_sizes, const at::Tensor* residual,
-                          int threads) const {
+  // The stride-2 Winograd loop's convolution of one image of x, but for its tensors and weight.
+  strided_winograd::StridedWinogradConv stridedWinogradShape(const at::Tensor& x) const {
     const OneDnnConvWeight& w = *weight_;
     strided_winograd::StridedWinogradConv conv;
     conv.channels_last = x.dim() == 4;
-    at::Tensor& out = conv.channels_last
-                          ? outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast)
-                          : contiguousOutput(p, 0, out_sizes, x.options());
-    conv.weight = stridedWinogradWeight(w);
     conv.bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
     conv.in_channels = w.in_channels;
     conv.out_channels = w.out_channels;
     conv.height = x.size(2);
     conv.width = x.size(3);
     conv.activation = *pointwise_activation_;
+    return conv;
+  }
+
+  // Whether the stride-2 Winograd loop runs x's shape (stridedWinogradFaster), asked once for
+  // each shape in a row this runtime meets.
+  bool stridedWinogradChosen(ProcessedNode& p, const ConvKey& key, const at::Tensor& x) const {
+    auto& chosen = p.state<OneDnnConvState>().strided_winograd_faster;
+    if (!chosen || !(chosen->first == key)) {
+      chosen.emplace(key, stridedWinogradFaster(*weight_, key, epilogue_, stridedWinogradShape(x)));
+    }
+    return chosen->second;
+  }
+
+  // The convolution in the stride-2 Winograd loop (strided_winograd_, pointwise_activation_ set;
+  // x and the output blocked, or both channels last): the batch's rows of output tiles split over
+  // `threads` of the runtime's workers, each part with its own scratch.
+  void runStridedWinograd(ProcessedNode& p, const at::Tensor& x,
+                          const std::vector<int64_t>& out_sizes, const at::Tensor* residual,
+                          int threads) const {
+    strided_winograd::StridedWinogradConv conv = stridedWinogradShape(x);
+    conv.weight = stridedWinogradWeight(*weight_);
+    at::Tensor& out = conv.channels_last
+                          ? outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast)
+                          : contiguousOutput(p, 0, out_sizes, x.options());
     const int64_t tile_rows = strided_winograd::tileRows(conv);
     const int64_t units = x.size(0) * tile_rows;
     const int64_t parts = std::min<int64_t>(units, threads);

@@ -20,6 +20,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/conv/onednn_conv.h"
+#include "ops/conv/strided_winograd.h"
 #include "ops/core/processed_node.h"
 
 namespace srt::ops {
@@ -95,6 +96,9 @@ struct SharedLayouts {
   // The weight transformed for our stride-2 Winograd loop (stridedWinogradWeight), once a shape
   // ran it.
   at::Tensor strided_winograd;
+  // Per input shape, whether that loop measured faster than oneDNN's kernel
+  // (stridedWinogradFaster).
+  std::vector<std::pair<ConvKey, bool>> strided_winograd_faster;
 };
 
 } // namespace onednn_conv
@@ -210,6 +214,8 @@ struct OneDnnConvState final : NodeState {
   size_t scratchpad_bytes = 0;
   at::Tensor own_weight; // a trial's weight in its primitive's layout (build, WeightCopy::kOwn)
   dnnl::stream stream;
+  // stridedWinogradFaster's answer for the last shape this runtime asked it of.
+  std::optional<std::pair<ConvKey, bool>> strided_winograd_faster;
 };
 
 // A slab of a convolution's output (a range of images, or of rows where there is one image) with
@@ -327,6 +333,12 @@ void runImages(OneDnnConvState& state, const OneDnnConvWeight& w, char* x, char*
 // The activation layout of `w`'s convolutions at `key` (timed once for 1-D convolutions).
 ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
                               const ConvEpilogue& epilogue);
+// Whether ops/conv/strided_winograd.h's loop runs `w`'s convolution of `key`'s input faster than
+// oneDNN's kernel with `epilogue` (timed once per weight and shape; see the definition). `conv`
+// is the loop's convolution of one image, but for its tensors.
+bool stridedWinogradFaster(const OneDnnConvWeight& w, const ConvKey& key,
+                           const ConvEpilogue& epilogue,
+                           const strided_winograd::StridedWinogradConv& conv);
 // A trailing activation on a whole output, over OpenMP's threads where it pays.
 void applyTrailing(const TrailingActivation& activation, float* out, int64_t floats);
 // How `epilogue` splits between oneDNN's post-ops and an activation after the primitive, for

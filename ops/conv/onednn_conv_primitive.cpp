@@ -13,6 +13,7 @@
 #include "ops/core/onednn_engine.h"
 #include "ops/core/parallelism.h"
 #include "ops/elementwise/fast_path.h"
+#include "ops/gemm/threads.h"
 
 namespace srt::ops {
 namespace onednn_conv {
@@ -687,36 +688,14 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
 
 namespace {
 
-// Seconds one convolution of `key` takes with activations in `layout`, reorders to and from the
-// caller's layout included: the best of a few runs on zeros, after one untimed; nullopt when
-// oneDNN has no primitive for it, or it fails to run. Allocates (once per shape and weight, on a
-// first run).
-std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
-                                 const ConvEpilogue& epilogue, ActivationLayout layout) {
-  constexpr int kTimedRuns = 2;
-  OneDnnConvState state;
-  build(state, key, w, epilogue, layout, WeightCopy::kOwn);
-  if (!state.supported) {
-    return std::nullopt;
-  }
-  const auto bytes = [](size_t count) {
-    return at::zeros({static_cast<int64_t>(count)}, at::kByte);
-  };
-  at::Tensor x = bytes(state.src_user.get_desc().get_size());
-  at::Tensor out = bytes(state.dst_user.get_desc().get_size());
-  at::Tensor residual = epilogue.has_residual ? bytes(out.numel()) : at::Tensor();
-  at::Tensor scratch = bytes(state.scratch_bytes);
-  char* scratch_data = static_cast<char*>(scratch.data_ptr());
+constexpr int kTimedRuns = 2;
+
+// Seconds `run` takes: the best of kTimedRuns runs, after one untimed.
+template <typename Run> double bestSeconds(Run&& run) {
   double best = 0;
   for (int i = 0; i <= kTimedRuns; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    try {
-      run(state, w, x.data_ptr(), out.data_ptr(),
-          residual.defined() ? residual.data_ptr() : nullptr, scratch_data, std::nullopt,
-          /*weight_scales=*/nullptr);
-    } catch (const dnnl::error&) {
-      return std::nullopt; // a kernel that fails to run is no candidate
-    }
+    run();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i == 1 || (i > 1 && seconds < best)) {
@@ -724,6 +703,98 @@ std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
     }
   }
   return best;
+}
+
+at::Tensor zeroBytes(size_t count) {
+  return at::zeros({static_cast<int64_t>(count)}, at::kByte);
+}
+
+// Seconds one convolution of `key` takes with activations in `layout`, reorders to and from the
+// caller's layout included, on zeros; nullopt when oneDNN has no primitive for
+// it, or it fails to run. Allocates (once per shape and weight, on a first run).
+std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
+                                 const ConvEpilogue& epilogue, ActivationLayout layout) {
+  OneDnnConvState state;
+  build(state, key, w, epilogue, layout, WeightCopy::kOwn);
+  if (!state.supported) {
+    return std::nullopt;
+  }
+  const size_t images = std::max<int64_t>(1, state.images); // see runImages
+  at::Tensor x = zeroBytes(images * state.src_user.get_desc().get_size());
+  at::Tensor out = zeroBytes(images * state.dst_user.get_desc().get_size());
+  at::Tensor residual = epilogue.has_residual ? zeroBytes(out.numel()) : at::Tensor();
+  at::Tensor scratch = zeroBytes(state.scratch_bytes);
+  try {
+    return bestSeconds([&] {
+      const void* residual_data = residual.defined() ? residual.data_ptr() : nullptr;
+      char* scratch_data = static_cast<char*>(scratch.data_ptr());
+      if (state.images > 0) {
+        runImages(state, w, static_cast<char*>(x.data_ptr()), static_cast<char*>(out.data_ptr()),
+                  static_cast<const char*>(residual_data), scratch_data, std::nullopt,
+                  /*weight_scales=*/nullptr, 0);
+      } else {
+        run(state, w, x.data_ptr(), out.data_ptr(), residual_data, scratch_data, std::nullopt,
+            /*weight_scales=*/nullptr);
+      }
+    });
+  } catch (const dnnl::error&) {
+    return std::nullopt; // a kernel that fails to run is no candidate
+  }
+}
+
+// Seconds ops/conv/strided_winograd.h's loop takes for `shape` on each of `batch` images of
+// zeros, adding a residual of zeros where `with_residual`.
+double timeStridedWinograd(const strided_winograd::StridedWinogradConv& shape, int64_t batch,
+                           bool with_residual) {
+  constexpr int64_t kBlock = 16;
+  const auto padded = [&](int64_t channels) {
+    return shape.channels_last ? channels : (channels + kBlock - 1) / kBlock * kBlock;
+  };
+  const int64_t out_pixels =
+      strided_winograd::outputSize(shape.height) * strided_winograd::outputSize(shape.width);
+  const int64_t src_image = padded(shape.in_channels) * shape.height * shape.width;
+  const int64_t out_image = padded(shape.out_channels) * out_pixels;
+  const auto floats = [](int64_t count) { return at::zeros({count}, at::kFloat); };
+  at::Tensor src = floats(batch * src_image);
+  at::Tensor out = floats(batch * out_image);
+  at::Tensor residual = with_residual ? floats(batch * out_image) : at::Tensor();
+  at::Tensor scratch = floats(strided_winograd::scratchFloats(shape));
+  const int64_t tile_rows = strided_winograd::tileRows(shape);
+  return bestSeconds([&] {
+    strided_winograd::StridedWinogradConv image = shape;
+    for (int64_t n = 0; n < batch; ++n) {
+      image.src = src.data_ptr<float>() + n * src_image;
+      image.out = out.data_ptr<float>() + n * out_image;
+      image.residual = residual.defined() ? residual.data_ptr<float>() + n * out_image : nullptr;
+      strided_winograd::runStridedWinograd(image, scratch.data_ptr<float>(), 0, tile_rows);
+    }
+  });
+}
+
+// What `measure` decides for `key`, decided once per weight and shape: looked up in `decisions`
+// (one of w.shared's, under its mutex), else measured without the lock, which would hold up every
+// other runtime building this weight's convolutions meanwhile; two runtimes meeting the shape at
+// once may both measure it, and the first to finish decides for both.
+template <typename Decision, typename Measure>
+Decision decideOnce(const OneDnnConvWeight& w, std::vector<std::pair<ConvKey, Decision>>& decisions,
+                    const ConvKey& key, Measure&& measure) {
+  {
+    std::lock_guard<std::mutex> lock(w.shared.mutex);
+    for (const auto& [measured, decided] : decisions) {
+      if (measured == key) {
+        return decided;
+      }
+    }
+  }
+  const Decision decision = measure();
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  for (const auto& [measured, decided] : decisions) {
+    if (measured == key) {
+      return decided;
+    }
+  }
+  decisions.emplace_back(key, decision);
+  return decision;
 }
 
 } // namespace
@@ -744,32 +815,45 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
       !layoutApplies(w, ActivationLayout::kChannelBlocked)) {
     return ActivationLayout::kLibraryChoice;
   }
-  {
-    std::lock_guard<std::mutex> lock(w.shared.mutex);
-    for (const auto& [measured, layout] : w.shared.chosen) {
-      if (measured == key) {
-        return layout;
-      }
+  return decideOnce(w, w.shared.chosen, key, [&] {
+    const std::optional<double> library =
+        timeLayout(w, key, epilogue, ActivationLayout::kLibraryChoice);
+    const std::optional<double> blocked =
+        timeLayout(w, key, epilogue, ActivationLayout::kChannelBlocked);
+    return blocked && (!library || *blocked < kMargin * *library)
+               ? ActivationLayout::kChannelBlocked
+               : ActivationLayout::kLibraryChoice;
+  });
+}
+
+// Whether ops/conv/strided_winograd.h's loop runs `w`'s convolution of `key`'s input faster than
+// oneDNN's kernel: which is faster depends on the CPU and the channels. On an AMD EPYC (Zen 5) the
+// loop ran the small CNN's 16 -> 32 at 64x64 in 34 us against oneDNN's 37.5, on an Intel Xeon
+// (AVX-512, 2 MB of L2 a core) in 53 against 49.5 (its transforms, a fixed cost per tile and
+// channel block, weigh more against 16 input channels), while the Xeon too ran resnet18's
+// 64 -> 128 at 56x56 10% faster in the loop. So each weight's shapes are timed both ways once,
+// on one thread, on zeros, by the first runtime to meet them, and shared so that every runtime
+// computes alike; oneDNN's kernel is chosen only where it measured faster by more than the
+// timing's noise. An activation either applies after both alike (trailing) is left out.
+bool stridedWinogradFaster(const OneDnnConvWeight& w, const ConvKey& key,
+                           const ConvEpilogue& epilogue,
+                           const strided_winograd::StridedWinogradConv& conv) {
+  constexpr double kMargin = 0.95;
+  return decideOnce(w, w.shared.strided_winograd_faster, key, [&] {
+    int64_t multiply_adds = key.batch * w.in_channels * w.out_channels * 9;
+    for (int i = 0; i < 2; ++i) {
+      multiply_adds *= outputSize(key.size[i], w.kernel[i], w.arguments, i);
     }
-  }
-  // Timed without the lock, which would hold up every other runtime building this weight's
-  // convolutions meanwhile; two runtimes meeting the shape at once may both time it, and the
-  // first to finish decides for both.
-  ActivationLayout layout = ActivationLayout::kLibraryChoice;
-  const std::optional<double> library = timeLayout(w, key, epilogue, layout);
-  const std::optional<double> blocked =
-      timeLayout(w, key, epilogue, ActivationLayout::kChannelBlocked);
-  if (blocked && (!library || *blocked < kMargin * *library)) {
-    layout = ActivationLayout::kChannelBlocked;
-  }
-  std::lock_guard<std::mutex> lock(w.shared.mutex);
-  for (const auto& [measured, decided] : w.shared.chosen) {
-    if (measured == key) {
-      return decided;
-    }
-  }
-  w.shared.chosen.emplace_back(key, layout);
-  return layout;
+    const OneDnnThreads one(multiply_adds, 1);
+    ConvKey library_key = key;
+    library_key.threads = one.count();
+    const std::optional<double> library =
+        timeLayout(w, library_key, epilogue, ActivationLayout::kLibraryChoice);
+    strided_winograd::StridedWinogradConv shape = conv;
+    shape.weight = stridedWinogradWeight(w);
+    const double loop = timeStridedWinograd(shape, key.batch, epilogue.has_residual);
+    return !library || loop * kMargin <= *library;
+  });
 }
 
 // run() of a state built for one image (state.images) on each image of x, out and residual,
