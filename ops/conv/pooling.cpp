@@ -341,11 +341,29 @@ bool globalAvgPoolChannelsLastFloat(ProcessedNode& p, const at::Tensor& self,
   at::native::resize_(out, {batch, channels, 1, 1}, at::MemoryFormat::ChannelsLast);
   const float* in = self.data_ptr<float>();
   float* o = floatData(out);
-  // Each thread sums a range of pixels: after a convolution split over the threads, each one's
-  // part of the image is in its own core's cache.
   WorkerPool* workers = p.workers();
-  const int64_t parts = std::min<int64_t>(
-      pixels, threadsFor(workers, static_cast<double>(pixels * channels) * kNanosecondsPerElement));
+  const int threads =
+      threadsFor(workers, static_cast<double>(batch * pixels * channels) * kNanosecondsPerElement);
+  // A batch of at least as many images as threads: images over the threads, in one parallel
+  // region, each reading the images a convolution split alike left in its core's cache (a region
+  // per image, each image's pixels split, took the small CNN's pool at batch 8 and 2 threads
+  // 14.3 us, 1.7x its one-thread time).
+  if (batch >= threads) {
+    forEachPart(workers, batch, threads, [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t n = first; n < last; ++n) {
+        float* means = o + n * channels;
+        std::fill_n(means, channels, 0.f);
+        vec::sumRows(in + n * pixels * channels, pixels, channels, means);
+        for (int64_t c = 0; c < channels; ++c) {
+          means[c] /= static_cast<float>(pixels); // as the split below divides
+        }
+      }
+    });
+    return true;
+  }
+  // Fewer: each thread sums a range of an image's pixels: after a convolution split over the
+  // threads, each one's part of the image is in its own core's cache.
+  const int64_t parts = std::min<int64_t>(pixels, threads);
   float* sums =
       static_cast<float*>(p.scratch(static_cast<size_t>(parts * channels) * sizeof(float)));
   for (int64_t n = 0; n < batch; ++n) {

@@ -158,9 +158,10 @@ def forward(self, x):
 )JIT";
   StaticModule module(scriptModule(source));
   const int threads = at::get_num_threads();
-  // Large images are summed in one range of pixels per thread.
+  // A large image is summed in one range of pixels per thread, a large batch in one range of
+  // images per thread (3 over 2: one and two).
   for (const auto& x : {torch::randn({1, 96, 56, 56}), torch::randn({2, 19, 7, 5}),
-                        torch::randn({3, 1152, 1, 1}) * 3}) {
+                        torch::randn({3, 1152, 1, 1}) * 3, torch::randn({3, 64, 28, 28})}) {
     const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor expected = at::adaptive_avg_pool2d(input, {1, 1});
     for (int run = 0; run < 4; ++run) {
