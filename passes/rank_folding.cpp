@@ -31,21 +31,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// The tensor whose rank `value` is: aten::dim(t), or aten::len(aten::size(t)).
-const Value* rankedTensor(const Value* value) {
-  const Node* node = value->node();
-  if (node->matches("aten::dim(Tensor self) -> int")) {
-    return node->input(0);
-  }
-  if (node->kind() == c10::aten::len && node->inputs().size() == 1) {
-    const Node* sizes = node->input(0)->node();
-    if (sizes->matches("aten::size(Tensor self) -> int[]")) {
-      return sizes->input(0);
-    }
-  }
-  return nullptr;
-}
-
 // What comparison `node` of a rank with a number gives whenever it runs, if t's possible ranks
 // decide it.
 std::optional<bool> decidedComparison(const Node* node) {
@@ -113,48 +98,6 @@ std::optional<bool> decidedComparison(const Node* node) {
   return std::nullopt;
 }
 
-// Whether `block` only raises: its last node is prim::RaiseException (the ones before it make
-// the message).
-bool onlyRaises(const torch::jit::Block* block) {
-  return block->outputs().empty() && block->nodes().begin() != block->nodes().end() &&
-         block->return_node()->prev()->kind() == c10::prim::RaiseException;
-}
-
-bool isEmpty(const torch::jit::Block* block) {
-  return block->outputs().empty() && block->nodes().begin() == block->nodes().end();
-}
-
-// The rank `node` asserts, when it is `if rank(t) != r: raise` or `if rank(t) == r: pass else:
-// raise` (rank: dim() or len(size())): t and r.
-std::optional<std::pair<const Value*, int64_t>> assertion(const Node* node) {
-  if (node->kind() != c10::prim::If || !node->outputs().empty()) {
-    return std::nullopt;
-  }
-  const Node* condition = node->input(0)->node();
-  const bool equal = condition->matches("aten::eq.int(int a, int b) -> bool");
-  const bool unequal = condition->matches("aten::ne.int(int a, int b) -> bool");
-  if (!equal && !unequal) {
-    return std::nullopt;
-  }
-  const torch::jit::Block* then_block = node->blocks()[0];
-  const torch::jit::Block* else_block = node->blocks()[1];
-  const bool raises_unless_true = isEmpty(then_block) && onlyRaises(else_block);
-  const bool raises_if_true = onlyRaises(then_block) && isEmpty(else_block);
-  if (!(equal ? raises_unless_true : raises_if_true)) {
-    return std::nullopt;
-  }
-  const Value* tensor = rankedTensor(condition->input(0));
-  std::optional<int64_t> rank = knownInt(condition->input(1));
-  if (tensor == nullptr) {
-    tensor = rankedTensor(condition->input(1));
-    rank = knownInt(condition->input(0));
-  }
-  if (tensor == nullptr || !rank) {
-    return std::nullopt;
-  }
-  return std::make_pair(tensor, *rank);
-}
-
 } // namespace
 
 bool foldKnownRanks(GraphPtr& graph) {
@@ -171,8 +114,8 @@ bool foldKnownRanks(GraphPtr& graph) {
   for (Node* node : graph->block()->nodes()) {
     const size_t here = position.size();
     position[node] = here;
-    if (const auto settled = assertion(node)) {
-      asserted.emplace(settled->first, std::make_pair(here, settled->second));
+    if (const std::optional<RankAssertion> settled = rankAssertion(node)) {
+      asserted.emplace(settled->tensor, std::make_pair(here, settled->rank));
     }
   }
   // The rank an assert above `node` settles for `tensor`, or for a tensor it has the rank of.

@@ -70,35 +70,51 @@ bool keepsShape(const Node* node) {
   return false;
 }
 
-// The if node asserting `dim(value) == rank`: `if dim(value) == rank: pass else: raise`, in the
-// block where `value` is defined (so it runs whenever value's readers there do).
+// Whether `block` only raises: its last node is prim::RaiseException (the ones before it make
+// the message).
+bool onlyRaises(const torch::jit::Block* block) {
+  return block->outputs().empty() && block->nodes().begin() != block->nodes().end() &&
+         block->return_node()->prev()->kind() == c10::prim::RaiseException;
+}
+
+bool isEmpty(const torch::jit::Block* block) {
+  return block->outputs().empty() && block->nodes().begin() == block->nodes().end();
+}
+
+// The rank an assert in the block defining `value` fixes for it (so it runs whenever value's
+// readers there do): rankAssertion of an If that compares a rank query of value.
 std::optional<int64_t> assertedRank(const Value* value) {
-  for (const torch::jit::Use& dim_use : value->uses()) {
-    const Node* dim = dim_use.user;
-    if (!isKind(dim, "aten::dim") || dim->owningBlock() != definingBlock(value)) {
+  for (const torch::jit::Use& query_use : value->uses()) {
+    // aten::dim(value), or aten::size(value) read by aten::len.
+    const Node* query = query_use.user;
+    if (query->outputs().size() != 1) {
       continue;
     }
-    for (const torch::jit::Use& eq_use : dim->output()->uses()) {
-      const Node* eq = eq_use.user;
-      const std::optional<int64_t> rank =
-          isKind(eq, "aten::eq") ? constantInt(eq->input(1)) : std::nullopt;
-      if (!rank || eq->input(0) != dim->output()) {
-        continue;
+    std::vector<const Value*> ranks;
+    if (rankedTensor(query->output()) == value) {
+      ranks.push_back(query->output());
+    } else {
+      for (const torch::jit::Use& len_use : query->output()->uses()) {
+        if (len_use.user->outputs().size() == 1 && rankedTensor(len_use.user->output()) == value) {
+          ranks.push_back(len_use.user->output());
+        }
       }
-      for (const torch::jit::Use& if_use : eq->output()->uses()) {
-        const Node* branch = if_use.user;
-        if (branch->kind() != c10::prim::If || branch->owningBlock() != dim->owningBlock() ||
-            branch->outputs().size() != 0) {
+    }
+    for (const Value* rank : ranks) {
+      for (const torch::jit::Use& comparison_use : rank->uses()) {
+        const Node* comparison = comparison_use.user;
+        if (comparison->outputs().size() != 1) {
           continue;
         }
-        const torch::jit::Block* pass = branch->blocks()[0];
-        const torch::jit::Block* fail = branch->blocks()[1];
-        bool raises = false;
-        for (const Node* node : fail->nodes()) {
-          raises = raises || node->kind() == c10::prim::RaiseException;
-        }
-        if (pass->nodes().begin() == pass->nodes().end() && raises) {
-          return rank;
+        for (const torch::jit::Use& if_use : comparison->output()->uses()) {
+          const Node* branch = if_use.user;
+          if (branch->owningBlock() != definingBlock(value)) {
+            continue;
+          }
+          const std::optional<RankAssertion> assertion = rankAssertion(branch);
+          if (assertion && assertion->tensor == value) {
+            return assertion->rank;
+          }
         }
       }
     }
@@ -265,6 +281,50 @@ std::optional<int64_t> rankOf(const Value* value, bool use_asserts) {
 
 std::optional<int64_t> knownRank(const Value* value) {
   return rankOf(value, /*use_asserts=*/true);
+}
+
+const Value* rankedTensor(const Value* value) {
+  const Node* node = value->node();
+  if (node->matches("aten::dim(Tensor self) -> int")) {
+    return node->input(0);
+  }
+  if (node->kind() == c10::aten::len && node->inputs().size() == 1) {
+    const Node* sizes = node->input(0)->node();
+    if (sizes->matches("aten::size(Tensor self) -> int[]")) {
+      return sizes->input(0);
+    }
+  }
+  return nullptr;
+}
+
+std::optional<RankAssertion> rankAssertion(const Node* node) {
+  if (node->kind() != c10::prim::If || !node->outputs().empty()) {
+    return std::nullopt;
+  }
+  const Node* condition = node->input(0)->node();
+  const bool equal = condition->matches("aten::eq.int(int a, int b) -> bool");
+  const bool unequal = condition->matches("aten::ne.int(int a, int b) -> bool");
+  if (!equal && !unequal) {
+    return std::nullopt;
+  }
+  const torch::jit::Block* then_block = node->blocks()[0];
+  const torch::jit::Block* else_block = node->blocks()[1];
+  const bool raises_unless_true = isEmpty(then_block) && onlyRaises(else_block);
+  const bool raises_if_true = onlyRaises(then_block) && isEmpty(else_block);
+  if (!(equal ? raises_unless_true : raises_if_true)) {
+    return std::nullopt;
+  }
+  // A constant rank: knownInt could ask knownRank, which asks the asserts again.
+  const Value* tensor = rankedTensor(condition->input(0));
+  std::optional<int64_t> rank = constantInt(condition->input(1));
+  if (tensor == nullptr) {
+    tensor = rankedTensor(condition->input(1));
+    rank = constantInt(condition->input(0));
+  }
+  if (tensor == nullptr || !rank) {
+    return std::nullopt;
+  }
+  return RankAssertion{tensor, *rank};
 }
 
 std::optional<int64_t> derivedRank(const Value* value) {

@@ -13,6 +13,7 @@
 
 namespace torch::jit {
 struct Block;
+struct Node;
 struct Value;
 } // namespace torch::jit
 
@@ -34,6 +35,17 @@ struct RankRange {
   int64_t max = 0;
 };
 std::optional<RankRange> rankRange(const torch::jit::Value* value);
+
+// The tensor whose rank `value` is: aten::dim(t), or aten::len(aten::size(t)); else nullptr.
+const torch::jit::Value* rankedTensor(const torch::jit::Value* value);
+
+// What `node` asserts when it is `if rank(t) != r: raise` or `if rank(t) == r: pass else: raise`
+// (rank: rankedTensor's forms; r a constant): below it, t has rank r.
+struct RankAssertion {
+  const torch::jit::Value* tensor = nullptr;
+  int64_t rank = 0;
+};
+std::optional<RankAssertion> rankAssertion(const torch::jit::Node* node);
 
 // The input whose rank `value` always has, when its producer keeps its input's rank
 // (convolutions, pooling, element-wise ops of one tensor); else nullptr.
