@@ -167,25 +167,20 @@ def measure_passive(args) -> list:
     return common.measure_passive(__file__, args)
 
 
-def memory_worker(runtime: str, name: str, path: str) -> None:
-    """The worker process of one runtime: see side_by_side.memory_worker. Builds no model of
-    its own: it would be in the RSS before loading, and its freed memory in malloc's reach."""
-    common.memory_worker(runtime, path, inputs_of(name), MEMORY_CALLS, MEMORY_WARMUP)
-
-
 def _memory_figures(runtime: str, paths: dict) -> dict:
     """One runtime's figures from its own fresh process."""
     if runtime == "onnxruntime":
         _, model, inputs = make(MEMORY_MODEL)
         return common.memory_onnxruntime(model, inputs, MEMORY_CALLS, MEMORY_WARMUP)
-    return common.memory_in_worker(__file__, [runtime, MEMORY_MODEL, paths[runtime]])
+    return common.memory_in_worker(runtime, paths, MEMORY_CALLS, MEMORY_WARMUP)
 
 
 def measure_memory(args) -> list:
     runtimes = [runtime for runtime in MEMORY_RUNTIMES
                 if not (runtime == "onnxruntime" and args.no_onnxruntime)]
     with tempfile.TemporaryDirectory() as directory:
-        paths = common.save_for_memory(make(MEMORY_MODEL)[1], directory, runtimes)
+        _, model, inputs = make(MEMORY_MODEL)
+        paths = common.save_for_memory(model, inputs, directory, runtimes)
         return [common.memory_row(lambda: _memory_figures(runtime, paths), model=MEMORY_MODEL,
                                   runtime=runtime)
                 for runtime in runtimes]
@@ -233,8 +228,9 @@ def _memory_markdown(rows) -> list:
              "would: eager the pickled module (torch.load), ours the TorchScript archive "
              "(StaticModule(path)), PyTorch SR the same archive frozen "
              "(torch._C._jit_to_static_module), ORT the .onnx export. **RSS after build**: the "
-             "process's resident size once the model is ready to run (Python + torch, or node + "
-             "ONNX Runtime for ORT: compare the growths); **build growth**: that minus the RSS "
+             "process's resident size once the model is ready to run (Python + torch, with "
+             "static_runtime for ours and for eager, whose pickle names run_all, which imports "
+             "it; node + ONNX Runtime for ORT: compare the growths); **build growth**: that minus the RSS "
              "just before building. **Peak growth**, over the warm-up call and over the "
              f"{MEMORY_CALLS} calls after it: the high-water mark minus the RSS after build. "
              "**malloc holds**: bytes glibc's malloc had handed out after the calls and not "
@@ -284,12 +280,7 @@ def main() -> None:
     common.add_model_argument(parser, MODELS)
     common.add_run_arguments(parser, "sequence_models",
                              f"also the RSS figures of {MEMORY_DESCRIPTION} on each runtime")
-    parser.add_argument("--memory-worker", nargs=3, metavar=("RUNTIME", "MODEL", "PATH"),
-                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.memory_worker:
-        memory_worker(*args.memory_worker)
-        return
     args.models = common.parse_list(args.models)
     args.threads = common.parse_list(args.threads, int)
     unknown = set(args.models) - set(MODELS)

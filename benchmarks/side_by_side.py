@@ -1,13 +1,11 @@
 """What the side-by-side model benchmarks (benchmarks/vision_models.py,
 benchmarks/sequence_models.py) share: their common options, waiting for a quiet machine, the OMP_WAIT_POLICY=PASSIVE child
-process, the per-runtime memory workers in fresh processes, and the markdown tables and chart.
+process, the per-runtime memory figures (benchmarks/memory_worker.py in fresh processes), and
+the markdown tables and chart.
 
-A script built on it supplies its models and, for --memory, a worker entry point that rebuilds
-the inputs and calls memory_worker(); everything else goes through run().
+A script built on it supplies its models; everything else goes through run().
 """
 import argparse
-import ctypes
-import gc
 import importlib.machinery
 import importlib.util
 import json
@@ -22,7 +20,6 @@ sys.path.insert(0, os.environ.get("SRT_PYTHONPATH", os.path.join(ROOT, "build", 
 
 import torch  # noqa: E402
 
-import static_runtime  # noqa: E402
 from static_runtime import bench, ort  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
@@ -129,125 +126,48 @@ def measure_passive(script: str, args, extra_argv=()) -> list:
 
 # --- memory, each runtime in a fresh process -----------------------------------------------------
 
-def _status_bytes(key: str) -> int:
-    """A /proc/self/status figure (VmRSS, VmHWM) in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
+def _pickled_module(model) -> str:
+    """The --module argument of memory_worker.py that lets eager's worker unpickle `model`:
+    NAME=FILE for a benchmark script's own module (not importable by name), the top-level package
+    otherwise (torchvision.models.resnet -> torchvision)."""
+    name = type(model).__module__
+    if name == "__main__":
+        raise ValueError(f"{type(model).__name__} is defined in __main__: a fresh process cannot "
+                         "unpickle it; define it in a module")
+    path = getattr(sys.modules[name], "__file__", None) or ""
+    if os.path.dirname(os.path.abspath(path)) == os.path.join(ROOT, "benchmarks"):
+        return f"{name}={path}"
+    return name.split(".")[0]
 
 
-def _reset_peak() -> None:
-    """Resets VmHWM to the current RSS (Linux >= 4.0), so the peak is that of what follows and
-    not of the build (scripting and freezing can take more than a call)."""
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")
-
-
-def _tensor_bytes(value) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (tuple, list)):
-        return sum(_tensor_bytes(item) for item in value)
-    return 0
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
-
-def _malloc_held() -> int:
-    """Bytes glibc's malloc has handed out and not got back (heap and mmapped chunks), or -1
-    without mallinfo2 (glibc < 2.33). Unlike RSS it sees memory held but not touched, and not
-    what the calls touch outside malloc (library pages, OpenBLAS's own buffers)."""
-    libc = ctypes.CDLL("libc.so.6")
-    if not hasattr(libc, "mallinfo2"):
-        return -1
-    libc.mallinfo2.restype = _MallInfo2
-    info = libc.mallinfo2()
-    return info.uordblks + info.hblkhd
-
-
-def memory_worker(runtime: str, path: str, inputs, calls: int, warmup: int = 0) -> None:
-    """In a fresh process, at 1 thread: loads the model from `path` on `runtime` as a deployment
-    would (eager: the pickled module, torch.load; ours: the TorchScript archive,
-    StaticModule(path); PyTorch's Static Runtime: the same archive, frozen), and prints the RSS
-    figures as one JSON line: before (building), built, built_anon_growth (anonymous RSS the
-    build added: the model's own memory, not library pages), peak (high-water mark during the
-    calls, reset after the build). With `warmup`, the peak is reset again after that many calls, and
-    their high-water mark and the RSS after them are given too (warm_peak, warm), the bytes
-    malloc holds after the calls that it did not after the build (held), and the pages of
-    files, i.e. shared libraries' code and data, the calls made resident (file_growth)."""
-    set_threads(1)
-    before = _status_bytes("VmRSS")
-    before_anon = _status_bytes("RssAnon")
-    module = None
-    if runtime == "eager":
-        model = torch.load(path)
-
-        def call(*args):
-            with torch.no_grad():
-                return model(*args)
-    elif runtime == "pytorch_sr":
-        call = torch._C._jit_to_static_module(torch.jit.freeze(torch.jit.load(path).eval())._c)
-    elif runtime == "ours":
-        module = static_runtime.StaticModule(path)
-        call = module
-    else:
-        raise ValueError(f"unknown runtime {runtime!r}; expected eager, pytorch_sr or ours")
-    # Loading frees temporaries into glibc's heap, where the calls would find them without
-    # growing RSS: collect, then hand them back, for every runtime alike.
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    # Anonymous memory is what the process itself holds (weights, heap); the rest of RSS is pages
-    # of shared libraries the build ran for the first time, shared with other processes.
-    figures = {"before": before, "built": _status_bytes("VmRSS"),
-               "built_anon_growth": _status_bytes("RssAnon") - before_anon}
-    held, file_pages = _malloc_held(), _status_bytes("RssFile")
-    _reset_peak()
-    if warmup:
-        for _ in range(warmup):
-            call(*inputs)
-        figures.update(warm_peak=_status_bytes("VmHWM"), warm=_status_bytes("VmRSS"))
-        _reset_peak()
-    output_bytes = 0
-    for _ in range(calls):
-        output_bytes = _tensor_bytes(call(*inputs))  # dropped at once, as a caller would
-    figures["peak"] = _status_bytes("VmHWM")
-    if warmup:
-        figures["file_growth"] = _status_bytes("RssFile") - file_pages
-        if held >= 0:
-            figures["held"] = _malloc_held() - held
-    if module is not None:
-        stats = module.stats()
-        figures["arena_bytes"] = stats["managed_bytes"]
-        if warmup:  # what fills the arena, and what ours allocates outside it
-            plan = module.memory_plan()
-            figures.update(
-                output_bytes=output_bytes,
-                arena_tensor_bytes=sum(b["bytes"] for b in plan if b["kind"] == "tensor"),
-                arena_scratch_bytes=sum(b["bytes"] for b in plan if b["kind"] == "scratch"),
-                unmanaged_tensors=stats["num_unmanaged_tensors"],
-                unplanned_scratch_requests=stats["unplanned_scratch_requests"])
-    elif warmup:
-        figures["output_bytes"] = output_bytes
-    print(json.dumps(figures))
-
-
-def save_for_memory(model, directory: str, runtimes) -> dict:
-    """The model's files the memory workers load: {runtime: path}."""
-    paths = {}
+def save_for_memory(model, inputs, directory: str, runtimes) -> dict:
+    """What the memory workers load, as {runtime: model path, "inputs": path, "eager_module":
+    memory_worker.py's --module for eager}."""
+    paths = {"inputs": os.path.join(directory, "inputs.pt")}
+    torch.save(tuple(inputs), paths["inputs"])
     if "eager" in runtimes:
         paths["eager"] = os.path.join(directory, "eager.pt")
+        paths["eager_module"] = _pickled_module(model)
         torch.save(model, paths["eager"])
     if {"ours", "pytorch_sr"} & set(runtimes):
         scripted = os.path.join(directory, "scripted.pt")
         torch.jit.save(torch.jit.script(model), scripted)
         paths.update(ours=scripted, pytorch_sr=scripted)
     return paths
+
+
+def memory_in_worker(runtime: str, paths: dict, calls: int, warmup: int = 0) -> dict:
+    """The figures of benchmarks/memory_worker.py for `runtime`, from its own fresh process."""
+    command = [sys.executable, os.path.join(ROOT, "benchmarks", "memory_worker.py"), runtime,
+               paths[runtime], paths["inputs"], str(calls), str(warmup)]
+    if runtime == "eager":
+        command += ["--module", paths["eager_module"]]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    if done.returncode != 0:
+        raise RuntimeError(f"worker exited with {done.returncode}: "
+                           + (done.stderr.strip().splitlines() or [""])[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # The same figures for ONNX Runtime in a fresh node process: the session options of
@@ -302,16 +222,6 @@ def memory_onnxruntime(model, inputs, calls: int, warmup: int = 0) -> dict:
     finally:
         exported.cleanup()
     return json.loads(output.strip().splitlines()[-1])
-
-
-def memory_in_worker(script: str, worker_argv) -> dict:
-    """The figures a script's --memory-worker prints, from its own fresh process."""
-    command = [sys.executable, os.path.abspath(script), "--memory-worker", *worker_argv]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"worker exited with {done.returncode}: "
-                           + (done.stderr.strip().splitlines() or [""])[-1])
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def memory_row(measure, **key) -> dict:
@@ -480,8 +390,7 @@ def add_model_argument(parser, models) -> None:
 
 
 def add_run_arguments(parser, results_name: str, memory_help: str) -> None:
-    """The options every side-by-side script takes after its own; --memory-worker is the
-    script's own too (what its worker needs to rebuild the inputs)."""
+    """The options every side-by-side script takes after its own."""
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--wait-policy", choices=("both", "default", "passive"), default="both",
                         help="OMP_WAIT_POLICY as found, PASSIVE (child process), or both")

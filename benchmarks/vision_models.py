@@ -128,18 +128,12 @@ def measure_passive(args) -> list:
                                   ["--batches", ",".join(map(str, args.batches))])
 
 
-def memory_worker(runtime: str, name: str, batch: int, path: str) -> None:
-    """The worker process of one runtime: see side_by_side.memory_worker."""
-    inputs = (torch.randn(batch, 3, _size(name), _size(name)),)
-    common.memory_worker(runtime, path, inputs, MEMORY_CALLS)
-
-
 def _memory_figures(runtime: str, name: str, batch: int, paths: dict) -> dict:
     """One runtime's figures from its own fresh process."""
     if runtime == "onnxruntime":
         _, model, inputs = make(name, batch)
         return common.memory_onnxruntime(model, inputs, MEMORY_CALLS)
-    return common.memory_in_worker(__file__, [runtime, name, str(batch), paths[runtime]])
+    return common.memory_in_worker(runtime, paths, MEMORY_CALLS)
 
 
 def measure_memory(args) -> list:
@@ -149,7 +143,8 @@ def measure_memory(args) -> list:
     for name in [model for model in MEMORY_MODELS if model in args.models]:
         for batch in args.batches:
             with tempfile.TemporaryDirectory() as directory:
-                paths = common.save_for_memory(make(name, batch)[1], directory, runtimes)
+                _, model, inputs = make(name, batch)
+                paths = common.save_for_memory(model, inputs, directory, runtimes)
                 for runtime in runtimes:
                     rows.append(common.memory_row(
                         lambda: _memory_figures(runtime, name, batch, paths),
@@ -192,8 +187,10 @@ def _memory_markdown(rows) -> list:
              "Each runtime loads the model from a file, as a deployment would: eager the pickled "
              "module (torch.load), ours the TorchScript archive (StaticModule(path)), ORT the "
              ".onnx export. RSS after build: the process's resident size once the model is ready to run "
-             "(Python + torch for eager and ours, node + ONNX Runtime for ORT, hence compare "
-             "the growths); build growth: that minus the RSS just before building (anonymous: "
+             "(each process imports what its deployment needs before building: Python + torch + "
+             "torchvision, which eager's pickle names, for eager; Python + torch + "
+             "static_runtime for ours; node + ONNX Runtime for ORT, hence compare the growths "
+             "across those); build growth: that minus the RSS just before building (anonymous: "
              "of which the process's own memory, i.e. weights and heap, without the pages of "
              "shared libraries the build ran for the first time); peak growth: "
              "the high-water mark during the calls minus the RSS after build (activations, "
@@ -231,13 +228,7 @@ def main() -> None:
     parser.add_argument("--batches", default="1,8")
     common.add_run_arguments(parser, "vision_models",
                              "also the RSS figures of resnet18 and efficientnet_b0")
-    parser.add_argument("--memory-worker", nargs=4, metavar=("RUNTIME", "MODEL", "BATCH", "PATH"),
-                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.memory_worker:
-        runtime, name, batch, path = args.memory_worker
-        memory_worker(runtime, name, int(batch), path)
-        return
     args.models = common.parse_list(args.models)
     args.batches = common.parse_list(args.batches, int)
     args.threads = common.parse_list(args.threads, int)

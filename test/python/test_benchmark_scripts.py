@@ -112,3 +112,27 @@ def test_random_cnns_match_eager():
     for _ in range(12):
         model, x, other = random_cnns.random_network(rng)
         assert random_cnns.check(model, (x, other)) < 1e-4, random_cnns.describe(model)
+
+
+def test_memory_workers_import_only_what_their_deployment_needs(tmp_path):
+    """Each runtime's memory figures come from a fresh process of benchmarks/memory_worker.py:
+    eager's imports the package its pickle names before the baseline is read (torchvision for
+    its networks, torch for a Sequential, benchmarks/run_all by its file), not every module the
+    benchmark script had imported."""
+    import side_by_side
+    import torchvision
+    assert side_by_side._pickled_module(torchvision.models.resnet18()) == "torchvision"
+    assert side_by_side._pickled_module(torch.nn.Sequential(torch.nn.Linear(4, 2))) == "torch"
+    name, _, path = side_by_side._pickled_module(side_by_side.run_all.TwoBlockTransformer256()
+                                                 ).partition("=")
+    assert name == "run_all" and path.endswith("benchmarks/run_all")
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+    paths = side_by_side.save_for_memory(model, (torch.randn(3, 16),), str(tmp_path),
+                                         ("eager", "ours"))
+    for runtime in ("eager", "ours"):
+        figures = side_by_side.memory_in_worker(runtime, paths, calls=2, warmup=1)
+        assert figures["built"] >= figures["before"] > 0
+        assert figures["peak"] > 0 and figures["output_bytes"] == 3 * 8 * 4
+    assert "arena_bytes" in figures  # ours' worker reports its plan
+    with pytest.raises(RuntimeError, match="unknown|invalid choice"):
+        side_by_side.memory_in_worker("tensorrt", dict(paths, tensorrt=paths["ours"]), calls=1)
