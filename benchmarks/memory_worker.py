@@ -83,15 +83,16 @@ def _malloc_held() -> int:
     return info.uordblks + info.hblkhd
 
 
-def _import(name: str, path: str) -> None:
-    """The module `name`, from the file `path` if given, registered so that unpickling finds it."""
+def import_module(name: str, path: str = ""):
+    """The module `name`, from the file `path` if given, registered in sys.modules so that
+    unpickling (and inspect, for scripting) finds it."""
     if not path:
-        importlib.import_module(name)
-        return
+        return importlib.import_module(name)
     loader = importlib.machinery.SourceFileLoader(name, path)
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
     sys.modules[name] = module
     loader.exec_module(module)
+    return module
 
 
 def _build(runtime: str, path: str):
@@ -169,7 +170,7 @@ def main() -> None:
     args = parser.parse_args()
     for entry in args.module:
         name, _, path = entry.partition("=")
-        _import(name, path)
+        import_module(name, path)
     inputs = torch.load(args.inputs_path)
     print(json.dumps(measure(args.runtime, args.model_path, inputs, args.calls, args.warmup)))
 

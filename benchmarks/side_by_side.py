@@ -6,8 +6,6 @@ the markdown tables and chart.
 A script built on it supplies its models; everything else goes through run().
 """
 import argparse
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,6 +20,8 @@ import torch  # noqa: E402
 
 from static_runtime import bench, ort  # noqa: E402
 
+import memory_worker  # noqa: E402 - benchmarks/memory_worker.py
+
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 # Table columns: bench runtime key -> header.
 COLUMNS = [("eager", "eager"), ("torchscript", "TorchScript"),
@@ -29,18 +29,9 @@ COLUMNS = [("eager", "eager"), ("torchscript", "TorchScript"),
            ("onnxruntime", "ORT"), ("ours", "ours"), ("ours_bf16", "ours bf16")]
 
 
-def _load_run_all():
-    """benchmarks/run_all as a module (it has no .py suffix), registered as `run_all` so that its
-    classes can be scripted (inspect finds their source) and pickled (torch.save)."""
-    loader = importlib.machinery.SourceFileLoader("run_all", os.path.join(ROOT, "benchmarks",
-                                                                          "run_all"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("run_all", loader))
-    sys.modules["run_all"] = module
-    loader.exec_module(module)
-    return module
-
-
-run_all = _load_run_all()
+# benchmarks/run_all has no .py suffix: loaded from its file and registered as `run_all`, so that
+# its classes can be scripted (inspect finds their source) and pickled (torch.save).
+run_all = memory_worker.import_module("run_all", os.path.join(ROOT, "benchmarks", "run_all"))
 format_time = run_all.format_time
 
 
