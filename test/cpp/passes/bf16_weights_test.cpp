@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "harness/differential.h"
+#include "harness/onednn_log.h"
 #include "ops/conv/packed_conv.h"
 #include "ops/core/multiply_precision.h"
 #include "ops/gemm/onednn.h"
@@ -152,6 +153,57 @@ def forward(self, x):
   module.eval();
   expectMatchesJit(module, {{{torch::randn({1, 8, 50})}, {}}, {{torch::randn({3, 8, 37})}, {}}},
                    bf16Options(), 5e-2);
+}
+
+// Under the runtime's own workers (what OMP_WAIT_POLICY=PASSIVE picks), bfloat16 convolutions
+// split into pieces as float32 ones do, instead of one primitive waking OpenMP's sleeping threads:
+// one image by rows, a batch by images. Each piece rounds its own slab of the input to bfloat16,
+// so the results are the one-thread runtime's to float32's rounding, and the JIT's to bfloat16's.
+TEST(Bf16Weights, ConvolutionsSplitIntoPiecesOverTheOwnWorkers) {
+  SKIP_WITHOUT_BF16();
+  torch::jit::Module reference("Stem");
+  reference.register_parameter("stem", scaled({16, 3, 3, 3}, 3 * 9), false);
+  reference.register_parameter("wide", scaled({64, 16, 3, 3}, 16 * 9), false);
+  reference.register_parameter("bias", torch::randn({64}) * 0.1, false);
+  reference.register_parameter("depthwise", scaled({64, 1, 3, 3}, 9), false);
+  reference.register_parameter("pointwise", scaled({64, 64, 1, 1}, 64), false);
+  reference.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
+    b = torch.relu(torch.conv2d(a, self.wide, self.bias, 1, 1))
+    c = torch.conv2d(b, self.depthwise, None, 1, 1, 1, 64)
+    return torch.conv2d(c, self.pointwise) + b
+)JIT");
+  reference.eval();
+  StaticModule module(reference, bf16Options());
+  RuntimeOptions one_thread;
+  one_thread.intra_op_threads = 1;
+  RuntimeOptions own_workers;
+  own_workers.intra_op_threads = 2;
+  own_workers.workers = IntraOpWorkers::kOwn;
+  StaticRuntime whole(module, one_thread);
+  StaticRuntime pieces(module, own_workers);
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 3, 32, 32}),
+                                          torch::randn({2, 3, 24, 20})};
+  for (int run = 0; run < 2; ++run) {
+    for (const at::Tensor& x : inputs) {
+      const at::Tensor expected = reference.forward({x}).toTensor();
+      const at::Tensor single = whole({x}).toTensor();
+      const at::Tensor split = pieces({x}).toTensor();
+      const double scale = expected.abs().max().item<double>();
+      EXPECT_LT((split - single).abs().max().item<double>(), 1e-5 * scale) << x.sizes();
+      EXPECT_LT((split - expected).abs().max().item<double>(), 3e-2 * scale) << x.sizes();
+    }
+  }
+  // The 16 -> 64 layer (channels last: no convolution in this chain prefers oneDNN's blocked
+  // layout in bfloat16) by rows of its one image, and by images of the batch.
+  const std::string image = steadyStateLog(pieces, {inputs[0]});
+  EXPECT_NE(image.find("mb1_ic16oc64_ih17oh16"), std::string::npos) << image;
+  EXPECT_EQ(image.find("mb1_ic16oc64_ih32oh32"), std::string::npos) << image;
+  EXPECT_NE(image.find("wei_bf16"), std::string::npos) << image;
+  const std::string batch = steadyStateLog(pieces, {inputs[1]});
+  EXPECT_NE(batch.find("mb1_ic16oc64_ih24oh24"), std::string::npos) << batch;
+  EXPECT_EQ(batch.find("mb2_"), std::string::npos) << batch;
 }
 
 TEST(Bf16Weights, RepackedValuesAreTheWeightsRounded) {
