@@ -58,8 +58,9 @@ void blockRows(const BlockedDepthwiseConv& conv, const float* src, const float* 
         }
       }
     }
+    const pointwise::PointwiseActivation activation = conv.activation;
     for (int ow = 0; ow < OW; ++ow) {
-      pointwise::activate(acc[ow], conv.activation).store(out + (oh * OW + ow) * kBlock);
+      pointwise::activate(acc[ow], activation).store(out + (oh * OW + ow) * kBlock);
     }
   }
 }

@@ -105,10 +105,10 @@ void tile(const BlockedPointwiseConv& conv, int64_t block, int64_t p, WeightPref
     accumulate<R, NB>(acc, src + i, w + i * kBlock, conv.weight_block_stride);
     prefetch.step();
   }
+  const PointwiseActivation activation = conv.activation;
   for (int j = 0; j < NB; ++j) {
     for (int r = 0; r < R; ++r) {
-      activate(acc[r][j], conv.activation)
-          .store(conv.out + ((block + j) * pixels + p + r) * kBlock);
+      activate(acc[r][j], activation).store(conv.out + ((block + j) * pixels + p + r) * kBlock);
     }
   }
 }

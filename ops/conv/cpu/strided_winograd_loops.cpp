@@ -342,6 +342,7 @@ void finishTile(const Band& band, int64_t t, int64_t ob) {
   const int64_t pixel_stride = conv.channels_last ? conv.out_channels : kBlock;
   const int64_t first = conv.channels_last ? block : block * band.out_height * band.out_width;
   const __mmask16 mask = laneMask(conv.channels_last, conv.out_channels, ob);
+  const pointwise::PointwiseActivation activation = conv.activation;
   const int rows_inside = static_cast<int>(std::min<int64_t>(4, band.out_height - th * kTile));
   const int columns_inside = static_cast<int>(std::min<int64_t>(4, band.out_width - tw * kTile));
   for (int i = 0; i < rows_inside; ++i) {
@@ -352,7 +353,7 @@ void finishTile(const Band& band, int64_t t, int64_t ob) {
         value += Vec(_mm512_maskz_loadu_ps(mask, conv.residual + at + j * pixel_stride));
       }
       _mm512_mask_storeu_ps(conv.out + at + j * pixel_stride, mask,
-                            pointwise::activate(value, conv.activation));
+                            pointwise::activate(value, activation));
     }
   }
 }
