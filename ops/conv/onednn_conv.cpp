@@ -10,6 +10,7 @@
 #include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
 #include "ops/conv/small_image_gemm.h"
+#include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
@@ -224,6 +225,25 @@ bool stridedWinogradRuns(const OneDnnConvWeight& w) {
   return true;
 }
 
+// Whether ops/conv/stem_conv.h's loop may run `w`'s convolutions: 2-D, ungrouped, 3x3, stride 1
+// or 2, undilated, float32 direct, of at most 4 input channels. Within these bounds the loop runs
+// a shape where it measured faster than oneDNN (stemConvFaster).
+bool stemConvApplies(const OneDnnConvWeight& w) {
+  const ConvArguments& a = w.arguments;
+  if (!stem_conv::stemConvAvailable() || a.spatial_dims != 2 || a.transposed || a.groups != 1 ||
+      w.multiply != kF32 || w.algorithm != ConvAlgorithm::kDirect || a.stride[0] != a.stride[1] ||
+      a.padding[0] != a.padding[1] ||
+      !stem_conv::stemConvRuns(w.in_channels, a.stride[0], a.padding[0])) {
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (w.kernel[i] != stem_conv::kKernel || a.dilation[i] != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
 class OneDnnConv {
 public:
   OneDnnConv(std::shared_ptr<const OneDnnConvWeight> weight, ConvEpilogue epilogue,
@@ -237,9 +257,10 @@ public:
     depthwise_in_place_ = depthwiseReadsInPlace(*weight_);
     small_image_block_width_ = smallImageBlockWidth(*weight_);
     strided_winograd_ = stridedWinogradRuns(*weight_);
+    stem_conv_ = stemConvApplies(*weight_);
     if ((output_ == ConvOutputLayout::kBlocked &&
          (pointwise_weight_block_stride_ || depthwise_in_place_)) ||
-        strided_winograd_) {
+        strided_winograd_ || stem_conv_) {
       pointwise_activation_ = pointwiseActivation(epilogue_);
     }
   }
@@ -352,6 +373,13 @@ public:
         (src_blocked || (out_channels_last && key.channels_last && !src_strided)) &&
         stridedWinogradChosen(p, key, x)) {
       runStridedWinograd(p, x, out_sizes, residual, loop_threads);
+      return;
+    }
+    // A plain input of few channels into a blocked or channels-last output (a network's stem).
+    if (stem_conv_ && pointwise_activation_ && !scale && residual == nullptr && !src_blocked &&
+        !src_strided && x.is_contiguous() && (dst_blocked || out_channels_last) &&
+        stemConvChosen(p, key, x, dst_blocked)) {
+      runStem(p, x, out_sizes, dst_blocked, loop_threads);
       return;
     }
     // Few output pixels against the weight, in the whole batch: the product on our GEMM, which
@@ -553,6 +581,65 @@ private:
     }
   }
 
+  // The stem loop's convolution of one image of x (plain), but for its tensors and weight.
+  stem_conv::StemConv stemShape(const at::Tensor& x, bool dst_blocked) const {
+    const OneDnnConvWeight& w = *weight_;
+    stem_conv::StemConv conv;
+    conv.channels_last_out = !dst_blocked;
+    conv.bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
+    conv.in_channels = w.in_channels;
+    conv.out_channels = w.out_channels;
+    conv.height = x.size(2);
+    conv.width = x.size(3);
+    conv.stride = w.arguments.stride[0];
+    conv.padding = w.arguments.padding[0];
+    conv.activation = *pointwise_activation_;
+    return conv;
+  }
+
+  // Whether the stem loop runs x's shape (stemConvFaster), asked once for each shape in a row
+  // this runtime meets.
+  bool stemConvChosen(ProcessedNode& p, const ConvKey& key, const at::Tensor& x,
+                      bool dst_blocked) const {
+    auto& chosen = p.state<OneDnnConvState>().stem_conv_faster;
+    if (!chosen || !(chosen->first == key)) {
+      chosen.emplace(key, stemConvFaster(*weight_, key, epilogue_, stemShape(x, dst_blocked)));
+    }
+    return chosen->second;
+  }
+
+  // The convolution in the stem loop (stem_conv_, pointwise_activation_ set; x plain and
+  // contiguous, the output blocked or channels last): the batch's output rows split over
+  // `threads` of the runtime's workers.
+  void runStem(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
+               bool dst_blocked, int threads) const {
+    stem_conv::StemConv conv = stemShape(x, dst_blocked);
+    conv.weight = stemConvWeight(*weight_);
+    at::Tensor& out = dst_blocked
+                          ? contiguousOutput(p, 0, out_sizes, x.options())
+                          : outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast);
+    const int64_t rows = stem_conv::outputSize(conv, conv.height);
+    const int64_t units = x.size(0) * rows;
+    const int64_t parts = std::min<int64_t>(units, threads);
+    const int64_t src_image = x.numel() / x.size(0);
+    const int64_t out_image = out.numel() / x.size(0);
+    forEachPart(parts > 1 ? p.workers() : nullptr, units, parts,
+                [&](int64_t, int64_t first, int64_t last) {
+                  stem_conv::StemConv image = conv;
+                  for (int64_t unit = first; unit < last;) {
+                    const int64_t n = unit / rows;
+                    const int64_t end = std::min(last, (n + 1) * rows);
+                    image.src = x.data_ptr<float>() + n * src_image;
+                    image.out = out.data_ptr<float>() + n * out_image;
+                    stem_conv::runStemConv(image, unit - n * rows, end - n * rows);
+                    unit = end;
+                  }
+                });
+    if (trailing_) {
+      applyTrailing(*trailing_, out.data_ptr<float>(), out.numel());
+    }
+  }
+
   // The convolution as im2col products on the blocked GEMM (small_image_block_width_ set; x and
   // the output channels last, few output pixels an image).
   void runSmallImage(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
@@ -641,6 +728,7 @@ private:
   std::optional<int64_t> pointwise_weight_block_stride_;
   bool depthwise_in_place_ = false;
   bool strided_winograd_ = false; // stridedWinogradRuns
+  bool stem_conv_ = false;        // stemConvApplies
   std::optional<pointwise::PointwiseActivation> pointwise_activation_;
   // The weight's output channels per block where small images run on the blocked GEMM
   // (smallImageBlockWidth), else nullopt.

@@ -20,6 +20,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/conv/onednn_conv.h"
+#include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
 #include "ops/core/processed_node.h"
 
@@ -99,6 +100,10 @@ struct SharedLayouts {
   // Per input shape, whether that loop measured faster than oneDNN's kernel
   // (stridedWinogradFaster).
   std::vector<std::pair<ConvKey, bool>> strided_winograd_faster;
+  // The weight packed for our stem loop (stemConvWeight), once a shape ran it, and per input
+  // shape whether that loop measured faster than oneDNN's kernel (stemConvFaster).
+  at::Tensor stem_conv;
+  std::vector<std::pair<ConvKey, bool>> stem_conv_faster;
 };
 
 } // namespace onednn_conv
@@ -216,6 +221,8 @@ struct OneDnnConvState final : NodeState {
   dnnl::stream stream;
   // stridedWinogradFaster's answer for the last shape this runtime asked it of.
   std::optional<std::pair<ConvKey, bool>> strided_winograd_faster;
+  // stemConvFaster's, likewise.
+  std::optional<std::pair<ConvKey, bool>> stem_conv_faster;
 };
 
 // A slab of a convolution's output (a range of images, or of rows where there is one image) with
@@ -284,6 +291,9 @@ const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activ
 // The weight transformed for ops/conv/strided_winograd.h's loop (a stride-2, padding-1 3x3 float32
 // direct weight): made once for every runtime, the first time a shape runs the loop.
 const float* stridedWinogradWeight(const OneDnnConvWeight& w);
+// The weight packed for ops/conv/stem_conv.h's loop (a 3x3 float32 direct weight of few input
+// channels): made once for every runtime, the first time a shape runs the loop.
+const float* stemConvWeight(const OneDnnConvWeight& w);
 
 // ---- onednn_conv_primitive.cpp: one primitive
 
@@ -339,6 +349,10 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
 bool stridedWinogradFaster(const OneDnnConvWeight& w, const ConvKey& key,
                            const ConvEpilogue& epilogue,
                            const strided_winograd::StridedWinogradConv& conv);
+// Whether ops/conv/stem_conv.h's loop runs `w`'s convolution of `key`'s input faster than
+// oneDNN's kernel, likewise.
+bool stemConvFaster(const OneDnnConvWeight& w, const ConvKey& key, const ConvEpilogue& epilogue,
+                    const stem_conv::StemConv& conv);
 // A trailing activation on a whole output, over OpenMP's threads where it pays.
 void applyTrailing(const TrailingActivation& activation, float* out, int64_t floats);
 // How `epilogue` splits between oneDNN's post-ops and an activation after the primitive, for

@@ -688,11 +688,11 @@ void run(OneDnnConvState& state, const OneDnnConvWeight& w, void* x, void* out,
 
 namespace {
 
-// Timed runs of a trial, after one untimed: 1-D layouts differ by 1.5x where they differ, the
-// strided Winograd loop and oneDNN's kernel by 5-10% (the best of two flipped the small CNN's
-// 16 -> 32 from one process to the next).
+// Timed runs of a trial, after one untimed: 1-D layouts differ by 1.5x where they differ, our
+// loops and oneDNN's kernels by 5-10% (the best of two flipped the small CNN's 16 -> 32 from one
+// process to the next).
 constexpr int kLayoutRuns = 2;
-constexpr int kStridedWinogradRuns = 6;
+constexpr int kLoopRuns = 6;
 
 // Seconds `run` takes: the best of `runs` runs, after one untimed.
 template <typename Run> double bestSeconds(int runs, Run&& run) {
@@ -775,6 +775,28 @@ double timeStridedWinograd(const strided_winograd::StridedWinogradConv& shape, i
   });
 }
 
+// Seconds ops/conv/stem_conv.h's loop takes for `shape` on each of `batch` images of zeros
+// (bestSeconds of `runs`).
+double timeStemConv(const stem_conv::StemConv& shape, int64_t batch, int runs) {
+  constexpr int64_t kBlock = 16;
+  const int64_t out_channels = shape.channels_last_out
+                                   ? shape.out_channels
+                                   : (shape.out_channels + kBlock - 1) / kBlock * kBlock;
+  const int64_t out_height = stem_conv::outputSize(shape, shape.height);
+  const int64_t src_image = shape.in_channels * shape.height * shape.width;
+  const int64_t out_image = out_channels * out_height * stem_conv::outputSize(shape, shape.width);
+  at::Tensor src = at::zeros({batch * src_image}, at::kFloat);
+  at::Tensor out = at::zeros({batch * out_image}, at::kFloat);
+  return bestSeconds(runs, [&] {
+    stem_conv::StemConv image = shape;
+    for (int64_t n = 0; n < batch; ++n) {
+      image.src = src.data_ptr<float>() + n * src_image;
+      image.out = out.data_ptr<float>() + n * out_image;
+      stem_conv::runStemConv(image, 0, out_height);
+    }
+  });
+}
+
 // What `measure` decides for `key`, decided once per weight and shape: looked up in `decisions`
 // (one of w.shared's, under its mutex), else measured without the lock, which would hold up every
 // other runtime building this weight's convolutions meanwhile; two runtimes meeting the shape at
@@ -830,6 +852,30 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
   });
 }
 
+namespace {
+
+// Whether our loop, `loop_seconds` for key's batch on one thread, beats oneDNN's kernel for `key`
+// on one thread (what `decisions`, one of w.shared's, records per shape).
+template <typename LoopSeconds>
+bool loopFaster(const OneDnnConvWeight& w, std::vector<std::pair<ConvKey, bool>>& decisions,
+                const ConvKey& key, const ConvEpilogue& epilogue, LoopSeconds&& loop_seconds) {
+  return decideOnce(w, decisions, key, [&] {
+    int64_t multiply_adds = key.batch * w.in_channels * w.out_channels * 9;
+    for (int i = 0; i < 2; ++i) {
+      multiply_adds *= outputSize(key.size[i], w.kernel[i], w.arguments, i);
+    }
+    const OneDnnThreads one(multiply_adds, 1);
+    ConvKey library_key = key;
+    library_key.threads = one.count();
+    const std::optional<double> library =
+        timeLayout(w, library_key, epilogue, ActivationLayout::kLibraryChoice, kLoopRuns);
+    const double loop = loop_seconds();
+    return !library || loop <= *library;
+  });
+}
+
+} // namespace
+
 // Whether ops/conv/strided_winograd.h's loop runs `w`'s convolution of `key`'s input faster than
 // oneDNN's kernel: which is faster depends on the CPU and the channels. On an AMD EPYC (Zen 5) the
 // loop ran the small CNN's 16 -> 32 at 64x64 in 34 us against oneDNN's 37.5, on an Intel Xeon
@@ -843,21 +889,22 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
 bool stridedWinogradFaster(const OneDnnConvWeight& w, const ConvKey& key,
                            const ConvEpilogue& epilogue,
                            const strided_winograd::StridedWinogradConv& conv) {
-  return decideOnce(w, w.shared.strided_winograd_faster, key, [&] {
-    int64_t multiply_adds = key.batch * w.in_channels * w.out_channels * 9;
-    for (int i = 0; i < 2; ++i) {
-      multiply_adds *= outputSize(key.size[i], w.kernel[i], w.arguments, i);
-    }
-    const OneDnnThreads one(multiply_adds, 1);
-    ConvKey library_key = key;
-    library_key.threads = one.count();
-    const std::optional<double> library = timeLayout(
-        w, library_key, epilogue, ActivationLayout::kLibraryChoice, kStridedWinogradRuns);
+  return loopFaster(w, w.shared.strided_winograd_faster, key, epilogue, [&] {
     strided_winograd::StridedWinogradConv shape = conv;
     shape.weight = stridedWinogradWeight(w);
-    const double loop =
-        timeStridedWinograd(shape, key.batch, epilogue.has_residual, kStridedWinogradRuns);
-    return !library || loop <= *library;
+    return timeStridedWinograd(shape, key.batch, epilogue.has_residual, kLoopRuns);
+  });
+}
+
+// Whether ops/conv/stem_conv.h's loop runs `w`'s convolution of `key`'s input faster than oneDNN's
+// kernel: timed once per weight and shape like stridedWinogradFaster (on the AMD EPYC, Zen 5, the
+// two measured within 1-11% of each other on torchvision's 3x3 stems, so the CPU decides).
+bool stemConvFaster(const OneDnnConvWeight& w, const ConvKey& key, const ConvEpilogue& epilogue,
+                    const stem_conv::StemConv& conv) {
+  return loopFaster(w, w.shared.stem_conv_faster, key, epilogue, [&] {
+    stem_conv::StemConv shape = conv;
+    shape.weight = stemConvWeight(w);
+    return timeStemConv(shape, key.batch, kLoopRuns);
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/gemm/threads.h"
@@ -297,6 +298,19 @@ const float* stridedWinogradWeight(const OneDnnConvWeight& w) {
                      plain.options());
     strided_winograd::transformWeight(plain.data_ptr<float>(), w.out_channels, w.in_channels,
                                       form.data_ptr<float>());
+  }
+  return form.data_ptr<float>();
+}
+
+const float* stemConvWeight(const OneDnnConvWeight& w) {
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  at::Tensor& form = w.shared.stem_conv;
+  if (!form.defined()) {
+    const at::Tensor plain = plainWeight(w).contiguous();
+    form =
+        at::empty({stem_conv::packedWeightFloats(w.in_channels, w.out_channels)}, plain.options());
+    stem_conv::packWeight(plain.data_ptr<float>(), w.out_channels, w.in_channels,
+                          form.data_ptr<float>());
   }
   return form.data_ptr<float>();
 }

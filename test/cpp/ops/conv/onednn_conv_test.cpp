@@ -13,6 +13,7 @@
 #include "harness/onednn_log.h"
 #include "ops/conv/depthwise_blocked.h"
 #include "ops/conv/pointwise_blocked.h"
+#include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
 #include "ops/gemm/blocked_gemm.h"
 
@@ -773,6 +774,123 @@ def forward(self, x):
     const std::vector<at::Tensor> inputs = {
         torch::randn({1, channels, 33, 31}), torch::randn({3, channels, 16, 16}),
         torch::randn({1, channels, 9, 13}), torch::randn({2, channels, 2, 3})};
+    expectMatchesJitOnOneThreadAndOwnWorkers(*module, inputs);
+    StaticModule prepared(*module);
+    StaticRuntime first(prepared, oneThread());
+    StaticRuntime second(prepared, oneThread());
+    for (const at::Tensor& input : inputs) {
+      const at::Tensor a = first({input}).toTensor().clone();
+      const at::Tensor b = second({input}).toTensor();
+      EXPECT_TRUE(torch::equal(a, b)) << "input " << input.sizes();
+    }
+  }
+}
+
+// The stem loop (ops/conv/stem_conv.h) itself, against ATen's convolution: 1 to 4 input channels,
+// strides 1 and 2, padding 0 to 2, output channels that leave a block partial (20, 40, 24),
+// blocked and channels-last outputs, images smaller than the kernel's reach and wider than a run
+// of pixels; bias and activations (ReLU, hardswish); whole images and two ranges of rows. The
+// kernel runs it only where it measured faster than oneDNN's (stemConvFaster), which depends on
+// the CPU, so it is tested here on its own.
+TEST(StemConvLoop, MatchesAtenConvolution) {
+  if (!ops::stem_conv::stemConvAvailable()) {
+    GTEST_SKIP() << "the loop is built for AVX-512 only";
+  }
+  ops::pointwise::PointwiseActivation relu;
+  relu.lo = 0.f;
+  ops::pointwise::PointwiseActivation hardswish;
+  hardswish.shift = 3.f;
+  hardswish.lo = 0.f;
+  hardswish.hi = 6.f;
+  hardswish.scale = 1.f / 6.f;
+  hardswish.times_input = true;
+  const ops::pointwise::PointwiseActivation identity;
+  struct Case {
+    int64_t in_channels, out_channels, height, width, stride, padding;
+    bool channels_last_out, bias;
+    const ops::pointwise::PointwiseActivation* activation;
+  };
+  const std::vector<Case> cases = {
+      {3, 16, 64, 64, 1, 1, false, true, &relu},    {3, 32, 37, 45, 2, 1, false, true, &hardswish},
+      {3, 20, 33, 31, 2, 1, true, false, &relu},    {1, 24, 5, 3, 2, 0, false, true, &identity},
+      {4, 40, 9, 13, 1, 2, true, true, &hardswish}, {2, 16, 2, 1, 1, 1, true, true, &relu},
+      {3, 8, 1, 40, 2, 2, false, false, &identity}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.in_channels << " -> " << c.out_channels << " at " << c.height << "x"
+                 << c.width << ", stride " << c.stride << ", padding " << c.padding
+                 << (c.channels_last_out ? ", channels last" : ", blocked"));
+    const at::Tensor x = torch::randn({1, c.in_channels, c.height, c.width});
+    const at::Tensor weight = torch::randn({c.out_channels, c.in_channels, 3, 3}) * 0.3;
+    const at::Tensor bias = c.bias ? torch::randn({c.out_channels}) : at::Tensor();
+    at::Tensor expected = at::conv2d(x, weight, bias, c.stride, c.padding);
+    const auto& a = *c.activation;
+    const at::Tensor activated = at::clamp(expected + a.shift, a.lo, a.hi) * a.scale;
+    expected = a.times_input ? activated * expected : activated;
+    const at::Tensor packed =
+        at::empty({ops::stem_conv::packedWeightFloats(c.in_channels, c.out_channels)});
+    ops::stem_conv::packWeight(weight.data_ptr<float>(), c.out_channels, c.in_channels,
+                               packed.data_ptr<float>());
+    at::Tensor out =
+        at::full_like(c.channels_last_out ? expected.contiguous(at::MemoryFormat::ChannelsLast)
+                                          : toBlocked(expected),
+                      std::nanf(""));
+    ops::stem_conv::StemConv conv;
+    conv.src = x.data_ptr<float>();
+    conv.weight = packed.data_ptr<float>();
+    conv.bias = c.bias ? bias.data_ptr<float>() : nullptr;
+    conv.out = out.data_ptr<float>();
+    conv.channels_last_out = c.channels_last_out;
+    conv.in_channels = c.in_channels;
+    conv.out_channels = c.out_channels;
+    conv.height = c.height;
+    conv.width = c.width;
+    conv.stride = c.stride;
+    conv.padding = c.padding;
+    conv.activation = a;
+    ASSERT_TRUE(ops::stem_conv::stemConvRuns(c.in_channels, c.stride, c.padding));
+    // The rows in two ranges, as two workers would run them.
+    const int64_t rows = ops::stem_conv::outputSize(conv, c.height);
+    ASSERT_EQ(rows, expected.size(2));
+    ops::stem_conv::runStemConv(conv, 0, rows / 2);
+    ops::stem_conv::runStemConv(conv, rows / 2, rows);
+    const at::Tensor result = c.channels_last_out ? out : fromBlocked(out, c.out_channels);
+    EXPECT_TRUE(at::allclose(result, expected, 1e-4, 1e-4))
+        << (result - expected).abs().max().item<float>();
+  }
+}
+
+// 3x3 convolutions of RGB (and grayscale) images run in our stem loop (ops/conv/stem_conv.h) or
+// oneDNN's kernel, whichever measured faster for the weight and shape (stemConvFaster): a
+// mobilenet_v2-like stem (stride 2, ReLU6, into a blocked chain of a depthwise and a pointwise
+// convolution), an efficientnet_b0-like one (SiLU applied after the loop) and a grayscale stem of
+// stride 1 without bias into a channels-last classifier. Odd and even sizes and a batch of three,
+// each twice against the JIT, on one thread and split by rows over the runtime's own workers; two
+// runtimes of one module compute alike (the choice is shared).
+TEST(Conv2dOneDnn, StemConvolutionsRunInOurLoopWhereItIsFaster) {
+  const torch::jit::Module strided = convModule({{"stem", torch::randn({32, 3, 3, 3}) * 0.3},
+                                                 {"stem_bias", torch::randn({32})},
+                                                 {"depthwise", torch::randn({32, 1, 3, 3}) * 0.3},
+                                                 {"project", torch::randn({24, 32, 1, 1}) * 0.2},
+                                                 {"stem2", torch::randn({24, 3, 3, 3}) * 0.3}},
+                                                R"JIT(
+def forward(self, x):
+    a = torch.clamp(torch.conv2d(x, self.stem, self.stem_bias, 2, 1), 0.0, 6.0)
+    b = torch.relu(torch.conv2d(a, self.depthwise, None, 1, 1, 1, 32))
+    c = torch.silu(torch.conv2d(x, self.stem2, None, 2, 1))
+    return torch.conv2d(b, self.project) + c
+)JIT");
+  const torch::jit::Module grayscale = convModule(
+      {{"stem", torch::randn({20, 1, 3, 3}) * 0.3}, {"down", torch::randn({32, 20, 3, 3}) * 0.1}},
+      R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 1, 1))
+    return torch.adaptive_avg_pool2d(torch.relu(torch.conv2d(a, self.down, None, 2, 1)), [1, 1])
+)JIT");
+  for (const auto& [module, channels] : {std::pair{&strided, 3}, std::pair{&grayscale, 1}}) {
+    const std::vector<at::Tensor> inputs = {
+        torch::randn({1, channels, 33, 31}), torch::randn({3, channels, 16, 16}),
+        torch::randn({1, channels, 64, 64}), torch::randn({2, channels, 2, 3})};
     expectMatchesJitOnOneThreadAndOwnWorkers(*module, inputs);
     StaticModule prepared(*module);
     StaticRuntime first(prepared, oneThread());

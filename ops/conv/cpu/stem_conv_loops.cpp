@@ -1,0 +1,202 @@
+// ops/conv/stem_conv.h's loop: per output row and output block, runs of pixels whose every tap
+// is inside the image's columns in registers, the few pixels at the row's ends one at a time.
+// cmake/CpuKernels.cmake builds every ops/*/cpu/ file once per capability; this loop keeps a
+// 16-channel block in one vector, so only the AVX-512 build defines it (ops/conv/stem_conv.cpp
+// calls it on AVX-512 CPUs only).
+#include <algorithm>
+#include <utility>
+
+#include <immintrin.h>
+
+#include <ATen/cpu/vec/vec.h>
+
+#include "ops/conv/cpu/blocked_activation.h"
+#include "ops/conv/stem_conv.h"
+
+#if defined(CPU_CAPABILITY_AVX512)
+
+// GCC 12 flags the _mm512_undefined_ps inside _mm512_max_ps once inlined into these loops (as
+// cmake/CpuKernels.cmake says of ATen's headers).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace srt::ops::stem_conv {
+inline namespace CPU_CAPABILITY {
+
+namespace {
+
+using Vec = at::vec::Vectorized<float>;
+constexpr int64_t kBlock = 16;
+constexpr int kTaps = static_cast<int>(kKernel);
+
+// One output row's block of output channels, what every pixel of it shares.
+struct RowBlock {
+  const StemConv* conv;
+  const float* weight; // the block's [in][3][3][16]
+  __m512 bias;
+  float* out; // the row's first pixel, the block's first channel
+  int64_t pixel_stride;
+  __mmask16 lanes; // the block's channels (channels last: up to out_channels)
+  int64_t in_row0; // input row of tap row 0 (may be outside the image)
+  int kh_first;    // tap rows inside the image: [kh_first, kh_last)
+  int kh_last;
+};
+
+// kPixels output pixels from ow0 whose taps all fall inside the image's columns. Raw vectors, not
+// Vectorized<float>, so that GCC keeps the accumulators in registers (as strided_winograd_loops.cpp
+// found).
+template <int kChannels, int kStride, int kPixels>
+void runInside(const RowBlock& row, int64_t ow0) {
+  const StemConv& conv = *row.conv;
+  __m512 acc[kPixels];
+#pragma GCC unroll 16
+  for (int j = 0; j < kPixels; ++j) {
+    acc[j] = row.bias;
+  }
+  const int64_t column0 = ow0 * kStride - conv.padding;
+#pragma GCC unroll 4
+  for (int c = 0; c < kChannels; ++c) {
+#pragma GCC unroll 3
+    for (int kh = 0; kh < kTaps; ++kh) {
+      if (kh < row.kh_first || kh >= row.kh_last) {
+        continue;
+      }
+      const float* in = conv.src + (c * conv.height + row.in_row0 + kh) * conv.width + column0;
+      const float* w = row.weight + (c * kTaps + kh) * kTaps * kBlock;
+#pragma GCC unroll 3
+      for (int kw = 0; kw < kTaps; ++kw) {
+        const __m512 weight = _mm512_loadu_ps(w + kw * kBlock);
+#pragma GCC unroll 16
+        for (int j = 0; j < kPixels; ++j) {
+          acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(in[j * kStride + kw]), weight, acc[j]);
+        }
+      }
+    }
+  }
+  const pointwise::PointwiseActivation activation = conv.activation; // blocked_activation.h
+#pragma GCC unroll 16
+  for (int j = 0; j < kPixels; ++j) {
+    _mm512_mask_storeu_ps(row.out + (ow0 + j) * row.pixel_stride, row.lanes,
+                          pointwise::activate(Vec(acc[j]), activation));
+  }
+}
+
+// One output pixel whose taps may fall outside the image's columns (those read zero padding).
+void runEdge(const RowBlock& row, int64_t ow, int64_t stride) {
+  const StemConv& conv = *row.conv;
+  __m512 acc = row.bias;
+  const int64_t column0 = ow * stride - conv.padding;
+  for (int64_t c = 0; c < conv.in_channels; ++c) {
+    for (int kh = row.kh_first; kh < row.kh_last; ++kh) {
+      const float* in = conv.src + (c * conv.height + row.in_row0 + kh) * conv.width;
+      const float* w = row.weight + (c * kTaps + kh) * kTaps * kBlock;
+      for (int kw = 0; kw < kTaps; ++kw) {
+        const int64_t column = column0 + kw;
+        if (column >= 0 && column < conv.width) {
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(in[column]), _mm512_loadu_ps(w + kw * kBlock), acc);
+        }
+      }
+    }
+  }
+  const pointwise::PointwiseActivation activation = conv.activation;
+  _mm512_mask_storeu_ps(row.out + ow * row.pixel_stride, row.lanes,
+                        pointwise::activate(Vec(acc), activation));
+}
+
+// runInside of `count` pixels (1 ... kRun), its one instantiation for that count.
+template <int kChannels, int kStride, int... kCounts>
+void runInsideCount(int64_t count, const RowBlock& row, int64_t ow0,
+                    std::integer_sequence<int, kCounts...>) {
+  ((count == kCounts + 1 ? runInside<kChannels, kStride, kCounts + 1>(row, ow0) : void()), ...);
+}
+
+// A row of one output block: runs of kRun pixels (16 accumulators at stride 1; 14 at stride 2,
+// which measured faster there), the inside's remainder, the edges.
+template <int kChannels, int kStride> void runRow(const RowBlock& row, int64_t out_width) {
+  constexpr int kRun = kStride == 1 ? 16 : 14;
+  const StemConv& conv = *row.conv;
+  // Pixels whose taps are all inside the columns: [inside_first, inside_last).
+  const int64_t inside_first = std::min(out_width, (conv.padding + kStride - 1) / kStride);
+  const int64_t inside_last =
+      conv.width + conv.padding < kTaps
+          ? inside_first
+          : std::clamp<int64_t>((conv.width + conv.padding - kTaps) / kStride + 1, inside_first,
+                                out_width);
+  for (int64_t ow = 0; ow < inside_first; ++ow) {
+    runEdge(row, ow, kStride);
+  }
+  int64_t ow = inside_first;
+  for (; ow + kRun <= inside_last; ow += kRun) {
+    runInside<kChannels, kStride, kRun>(row, ow);
+  }
+  if (ow < inside_last) {
+    runInsideCount<kChannels, kStride>(inside_last - ow, row, ow,
+                                       std::make_integer_sequence<int, kRun>());
+  }
+  for (ow = inside_last; ow < out_width; ++ow) {
+    runEdge(row, ow, kStride);
+  }
+}
+
+template <int kChannels> void runRowOfChannels(const RowBlock& row, int64_t out_width) {
+  if (row.conv->stride == 1) {
+    runRow<kChannels, 1>(row, out_width);
+  } else {
+    runRow<kChannels, 2>(row, out_width);
+  }
+}
+
+// runRow of the convolution's input channels and stride: the one instantiation for them.
+void runRowOf(const RowBlock& row, int64_t out_width) {
+  static_assert(kMaxInChannels == 4, "an instantiation for every channel count");
+  switch (row.conv->in_channels) {
+  case 1:
+    runRowOfChannels<1>(row, out_width);
+    break;
+  case 2:
+    runRowOfChannels<2>(row, out_width);
+    break;
+  case 3:
+    runRowOfChannels<3>(row, out_width);
+    break;
+  default:
+    runRowOfChannels<4>(row, out_width);
+    break;
+  }
+}
+
+} // namespace
+
+void runStemConvLoop(const StemConv& conv, int64_t first_row, int64_t last_row) {
+  const int64_t out_height = outputSize(conv, conv.height);
+  const int64_t out_width = outputSize(conv, conv.width);
+  const int64_t blocks = (conv.out_channels + kBlock - 1) / kBlock;
+  const int64_t weight_block = conv.in_channels * kTaps * kTaps * kBlock;
+  RowBlock row;
+  row.conv = &conv;
+  row.pixel_stride = conv.channels_last_out ? conv.out_channels : kBlock;
+  // Rows outside, blocks inside: the input rows of an output row stay in L1 for all its blocks
+  // (blocks outside read a 224x224 image once per block, from beyond L2 behind the output's
+  // planes: mobilenet_v2's stem 2% slower than oneDNN's end to end, though faster alone).
+  for (int64_t oh = first_row; oh < last_row; ++oh) {
+    row.in_row0 = oh * conv.stride - conv.padding;
+    row.kh_first = static_cast<int>(std::clamp<int64_t>(-row.in_row0, 0, kTaps));
+    row.kh_last = static_cast<int>(std::clamp<int64_t>(conv.height - row.in_row0, 0, kTaps));
+    for (int64_t ob = 0; ob < blocks; ++ob) {
+      const int64_t channel = ob * kBlock;
+      const auto channels =
+          static_cast<__mmask16>((1u << std::min(kBlock, conv.out_channels - channel)) - 1u);
+      row.lanes = conv.channels_last_out ? channels : static_cast<__mmask16>(0xffff);
+      row.weight = conv.weight + ob * weight_block;
+      row.bias = conv.bias != nullptr ? _mm512_maskz_loadu_ps(channels, conv.bias + channel)
+                                      : _mm512_setzero_ps();
+      row.out = conv.out + (conv.channels_last_out ? oh * out_width * conv.out_channels + channel
+                                                   : (ob * out_height + oh) * out_width * kBlock);
+      runRowOf(row, out_width);
+    }
+  }
+}
+
+} // namespace CPU_CAPABILITY
+} // namespace srt::ops::stem_conv
+
+#endif // CPU_CAPABILITY_AVX512
