@@ -80,26 +80,33 @@ void runInside(const RowBlock& row, int64_t ow0) {
   }
 }
 
-// One output pixel whose taps may fall outside the image's columns (those read zero padding).
-void runEdge(const RowBlock& row, int64_t ow, int64_t stride) {
+// One output pixel whose taps may fall outside the image's columns (those read zero padding). One
+// accumulator per tap column: a single one chained all 27 multiply-adds, waited on at both ends of
+// every row (the small CNN's stem 19.0 us against 19.5-20.4 so, standalone).
+template <int kChannels> void runEdge(const RowBlock& row, int64_t ow, int64_t stride) {
   const StemConv& conv = *row.conv;
-  __m512 acc = row.bias;
   const int64_t column0 = ow * stride - conv.padding;
-  for (int64_t c = 0; c < conv.in_channels; ++c) {
+  const int kw_first = static_cast<int>(std::clamp<int64_t>(-column0, 0, kTaps));
+  const int kw_last = static_cast<int>(std::clamp<int64_t>(conv.width - column0, 0, kTaps));
+  __m512 acc[kTaps] = {row.bias, _mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 4
+  for (int c = 0; c < kChannels; ++c) {
     for (int kh = row.kh_first; kh < row.kh_last; ++kh) {
-      const float* in = conv.src + (c * conv.height + row.in_row0 + kh) * conv.width;
+      const float* in = conv.src + (c * conv.height + row.in_row0 + kh) * conv.width + column0;
       const float* w = row.weight + (c * kTaps + kh) * kTaps * kBlock;
+#pragma GCC unroll 3
       for (int kw = 0; kw < kTaps; ++kw) {
-        const int64_t column = column0 + kw;
-        if (column >= 0 && column < conv.width) {
-          acc = _mm512_fmadd_ps(_mm512_set1_ps(in[column]), _mm512_loadu_ps(w + kw * kBlock), acc);
+        if (kw >= kw_first && kw < kw_last) {
+          acc[kw] =
+              _mm512_fmadd_ps(_mm512_set1_ps(in[kw]), _mm512_loadu_ps(w + kw * kBlock), acc[kw]);
         }
       }
     }
   }
-  const pointwise::PointwiseActivation activation = conv.activation;
-  _mm512_mask_storeu_ps(row.out + ow * row.pixel_stride, row.lanes,
-                        pointwise::activate(Vec(acc), activation));
+  const pointwise::PointwiseActivation activation = conv.activation; // blocked_activation.h
+  _mm512_mask_storeu_ps(
+      row.out + ow * row.pixel_stride, row.lanes,
+      pointwise::activate(Vec(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc[2])), activation));
 }
 
 // runInside of `count` pixels (1 ... kRun), its one instantiation for that count.
@@ -122,7 +129,7 @@ template <int kChannels, int kStride> void runRow(const RowBlock& row, int64_t o
           : std::clamp<int64_t>((conv.width + conv.padding - kTaps) / kStride + 1, inside_first,
                                 out_width);
   for (int64_t ow = 0; ow < inside_first; ++ow) {
-    runEdge(row, ow, kStride);
+    runEdge<kChannels>(row, ow, kStride);
   }
   int64_t ow = inside_first;
   for (; ow + kRun <= inside_last; ow += kRun) {
@@ -133,7 +140,7 @@ template <int kChannels, int kStride> void runRow(const RowBlock& row, int64_t o
                                        std::make_integer_sequence<int, kRun>());
   }
   for (ow = inside_last; ow < out_width; ++ow) {
-    runEdge(row, ow, kStride);
+    runEdge<kChannels>(row, ow, kStride);
   }
 }
 
