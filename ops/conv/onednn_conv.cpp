@@ -554,28 +554,22 @@ private:
                           ? outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast)
                           : contiguousOutput(p, 0, out_sizes, x.options());
     const int64_t tile_rows = strided_winograd::tileRows(conv);
-    const int64_t units = x.size(0) * tile_rows;
-    const int64_t parts = std::min<int64_t>(units, threads);
+    const int64_t parts = std::min<int64_t>(x.size(0) * tile_rows, threads);
     const int64_t part_floats = strided_winograd::scratchFloats(conv);
     auto* scratch =
         static_cast<float*>(p.scratch(static_cast<size_t>(parts * part_floats) * sizeof(float)));
     const int64_t src_image = x.numel() / x.size(0);
     const int64_t out_image = out.numel() / x.size(0);
-    forEachPart(parts > 1 ? p.workers() : nullptr, units, parts,
-                [&](int64_t part, int64_t first, int64_t last) {
-                  strided_winograd::StridedWinogradConv image = conv;
-                  for (int64_t unit = first; unit < last;) {
-                    const int64_t n = unit / tile_rows;
-                    const int64_t end = std::min(last, (n + 1) * tile_rows);
-                    image.src = x.data_ptr<float>() + n * src_image;
-                    image.out = out.data_ptr<float>() + n * out_image;
-                    image.residual =
-                        residual != nullptr ? residual->data_ptr<float>() + n * out_image : nullptr;
-                    strided_winograd::runStridedWinograd(image, scratch + part * part_floats,
-                                                         unit - n * tile_rows, end - n * tile_rows);
-                    unit = end;
-                  }
-                });
+    forEachPartOfImageRows(
+        parts > 1 ? p.workers() : nullptr, x.size(0), tile_rows, parts,
+        [&](int64_t part, int64_t n, int64_t first_row, int64_t last_row) {
+          strided_winograd::StridedWinogradConv image = conv;
+          image.src = x.data_ptr<float>() + n * src_image;
+          image.out = out.data_ptr<float>() + n * out_image;
+          image.residual = residual != nullptr ? residual->data_ptr<float>() + n * out_image : nullptr;
+          strided_winograd::runStridedWinograd(image, scratch + part * part_floats, first_row,
+                                               last_row);
+        });
     if (trailing_) {
       applyTrailing(*trailing_, out.data_ptr<float>(), out.numel());
     }
@@ -619,22 +613,16 @@ private:
                           ? contiguousOutput(p, 0, out_sizes, x.options())
                           : outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast);
     const int64_t rows = stem_conv::outputSize(conv, conv.height);
-    const int64_t units = x.size(0) * rows;
-    const int64_t parts = std::min<int64_t>(units, threads);
+    const int64_t parts = std::min<int64_t>(x.size(0) * rows, threads);
     const int64_t src_image = x.numel() / x.size(0);
     const int64_t out_image = out.numel() / x.size(0);
-    forEachPart(parts > 1 ? p.workers() : nullptr, units, parts,
-                [&](int64_t, int64_t first, int64_t last) {
-                  stem_conv::StemConv image = conv;
-                  for (int64_t unit = first; unit < last;) {
-                    const int64_t n = unit / rows;
-                    const int64_t end = std::min(last, (n + 1) * rows);
-                    image.src = x.data_ptr<float>() + n * src_image;
-                    image.out = out.data_ptr<float>() + n * out_image;
-                    stem_conv::runStemConv(image, unit - n * rows, end - n * rows);
-                    unit = end;
-                  }
-                });
+    forEachPartOfImageRows(parts > 1 ? p.workers() : nullptr, x.size(0), rows, parts,
+                           [&](int64_t, int64_t n, int64_t first_row, int64_t last_row) {
+                             stem_conv::StemConv image = conv;
+                             image.src = x.data_ptr<float>() + n * src_image;
+                             image.out = out.data_ptr<float>() + n * out_image;
+                             stem_conv::runStemConv(image, first_row, last_row);
+                           });
     if (trailing_) {
       applyTrailing(*trailing_, out.data_ptr<float>(), out.numel());
     }

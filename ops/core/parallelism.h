@@ -87,6 +87,22 @@ void forEachPart(WorkerPool* workers, int64_t n, int64_t parts, const Body& body
   }
 }
 
+// forEachPart over a batch's rows: the `images` x `rows` units split into `parts` contiguous
+// ranges, each walked image by image as body(part, image, first_row, last_row), so a part that
+// crosses an image boundary sees one call per image it touches.
+template <typename Body>
+void forEachPartOfImageRows(WorkerPool* workers, int64_t images, int64_t rows, int64_t parts,
+                            const Body& body) {
+  forEachPart(workers, images * rows, parts, [&](int64_t part, int64_t first, int64_t last) {
+    for (int64_t unit = first; unit < last;) {
+      const int64_t image = unit / rows;
+      const int64_t end = std::min(last, (image + 1) * rows);
+      body(part, image, unit - image * rows, end - image * rows);
+      unit = end;
+    }
+  });
+}
+
 template <typename Body>
 void splitIfWorthIt(WorkerPool* workers, int64_t n, int64_t grain, double single_thread_ns,
                     const Body& body) {

@@ -53,6 +53,19 @@ void expectMatchesJitOnOneThreadAndOwnWorkers(const torch::jit::Module& module,
   }
 }
 
+// Two runtimes of `prepared` compute bit-identical results on each of `inputs`: what the kernels
+// choose once per weight and shape (a layout, a loop) is shared by every runtime of the module.
+void expectRuntimesAgree(const StaticModule& prepared, const std::vector<at::Tensor>& inputs,
+                         const RuntimeOptions& options = {}) {
+  StaticRuntime first(prepared, options);
+  StaticRuntime second(prepared, options);
+  for (const at::Tensor& input : inputs) {
+    const at::Tensor a = first({input}).toTensor().clone();
+    const at::Tensor b = second({input}).toTensor();
+    EXPECT_TRUE(torch::equal(a, b)) << "input " << input.sizes();
+  }
+}
+
 TEST(Conv2dOneDnn, EveryArgumentMatchesJit) {
   const torch::jit::Module module =
       convModule({{"dense", torch::randn({kChannels, 16, 3, 3}) * 0.1},
@@ -775,14 +788,7 @@ def forward(self, x):
         torch::randn({1, channels, 33, 31}), torch::randn({3, channels, 16, 16}),
         torch::randn({1, channels, 9, 13}), torch::randn({2, channels, 2, 3})};
     expectMatchesJitOnOneThreadAndOwnWorkers(*module, inputs);
-    StaticModule prepared(*module);
-    StaticRuntime first(prepared, oneThread());
-    StaticRuntime second(prepared, oneThread());
-    for (const at::Tensor& input : inputs) {
-      const at::Tensor a = first({input}).toTensor().clone();
-      const at::Tensor b = second({input}).toTensor();
-      EXPECT_TRUE(torch::equal(a, b)) << "input " << input.sizes();
-    }
+    expectRuntimesAgree(StaticModule(*module), inputs, oneThread());
   }
 }
 
@@ -892,14 +898,7 @@ def forward(self, x):
         torch::randn({1, channels, 33, 31}), torch::randn({3, channels, 16, 16}),
         torch::randn({1, channels, 64, 64}), torch::randn({2, channels, 2, 3})};
     expectMatchesJitOnOneThreadAndOwnWorkers(*module, inputs);
-    StaticModule prepared(*module);
-    StaticRuntime first(prepared, oneThread());
-    StaticRuntime second(prepared, oneThread());
-    for (const at::Tensor& input : inputs) {
-      const at::Tensor a = first({input}).toTensor().clone();
-      const at::Tensor b = second({input}).toTensor();
-      EXPECT_TRUE(torch::equal(a, b)) << "input " << input.sizes();
-    }
+    expectRuntimesAgree(StaticModule(*module), inputs, oneThread());
   }
 }
 
@@ -921,17 +920,10 @@ def forward(self, x):
     z = torch.gelu(torch.conv1d(y, self.w2, None, 2))
     return torch.conv1d(z, self.w3, self.b3, 1, 1) + z
 )JIT");
-  const std::vector<InputSet> inputs = {{{torch::randn({1, 32, 801})}, {}},
-                                        {{torch::randn({2, 32, 203})}, {}}};
-  expectMatchesJit(module, inputs, {}, 1e-4);
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 32, 801}), torch::randn({2, 32, 203})};
+  expectMatchesJit(module, {{{inputs[0]}, {}}, {{inputs[1]}, {}}}, {}, 1e-4);
   StaticModule shared(module);
-  StaticRuntime first(shared);
-  StaticRuntime second(shared);
-  for (const InputSet& input : inputs) {
-    const at::Tensor a = first(input.args).toTensor().clone();
-    const at::Tensor b = second(input.args).toTensor();
-    EXPECT_TRUE(torch::equal(a, b)) << "input " << input.args[0].toTensor().sizes();
-  }
+  expectRuntimesAgree(shared, inputs);
   const auto kinds = kernelKinds(shared);
   EXPECT_EQ(kinds.count("aten::gelu"), 0u);
   EXPECT_EQ(kinds.count("aten::conv1d"), 0u);

@@ -79,5 +79,38 @@ TEST(Parallelism, SmallWorkRunsOnTheCallingThread) {
   EXPECT_EQ(calls, 1);
 }
 
+// Every (image, row) of a batch once, in calls that never cross an image, each within one part:
+// on one part, and on three parts of the runtime's own workers (two of them crossing images).
+TEST(Parallelism, ImageRowsAreEachVisitedOnceWithinTheirImage) {
+  constexpr int64_t kImages = 4;
+  constexpr int64_t kRows = 5;
+  ops::WorkerPool workers;
+  workers.resize(3);
+  for (const int64_t parts : {int64_t{1}, int64_t{3}}) {
+    std::vector<std::atomic<int>> visits(kImages * kRows);
+    std::vector<std::atomic<int>> part_calls(parts);
+    ops::forEachPartOfImageRows(
+        &workers, kImages, kRows, parts,
+        [&](int64_t part, int64_t image, int64_t first_row, int64_t last_row) {
+          ASSERT_LT(part, parts);
+          ASSERT_LT(image, kImages);
+          ASSERT_LE(0, first_row);
+          ASSERT_LT(first_row, last_row);
+          ASSERT_LE(last_row, kRows);
+          ++part_calls[part];
+          for (int64_t row = first_row; row < last_row; ++row) {
+            ++visits[image * kRows + row];
+          }
+        });
+    for (int64_t unit = 0; unit < kImages * kRows; ++unit) {
+      EXPECT_EQ(visits[unit], 1) << "image " << unit / kRows << " row " << unit % kRows;
+    }
+    // 20 rows in three parts of 6, 7, 7: the parts from rows 6 and 13 start mid-image.
+    for (int64_t part = 0; part < parts; ++part) {
+      EXPECT_EQ(part_calls[part], parts == 1 ? kImages : 2) << "part " << part;
+    }
+  }
+}
+
 } // namespace
 } // namespace srt::testing
