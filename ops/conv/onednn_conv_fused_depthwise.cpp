@@ -105,7 +105,7 @@ public:
   FusedDepthwiseConv(const torch::jit::Node* node, KernelFunction pointwise_kernel,
                      KernelFunction depthwise_kernel, ConvEpilogue pointwise_epilogue,
                      ConvEpilogue depthwise_epilogue)
-      : node_(node), pointwise_weight_(packedWeight(node->input(kWeightInput))),
+      : pointwise_weight_(packedWeight(node->input(kWeightInput))),
         depthwise_weight_(packedWeight(node->input(kDepthwiseInputs + kWeightInput - 1))),
         pointwise_(*pointwise_weight_), depthwise_(*depthwise_weight_),
         pointwise_kernel_(std::move(pointwise_kernel)),
@@ -152,12 +152,10 @@ private:
   void runParts(ProcessedNode& p, const at::Tensor& x, FusedDepthwiseState& state,
                 const std::vector<int64_t>& mid_sizes) const {
     if (!state.pointwise) {
-      state.pointwise =
-          std::make_unique<NestedCall>(node_, Kernel{KernelKind::kOutVariant, pointwise_kernel_},
-                                       pointwise_inputs_, p.workers());
-      state.depthwise =
-          std::make_unique<NestedCall>(node_, Kernel{KernelKind::kOutVariant, depthwise_kernel_},
-                                       depthwise_inputs_, p.workers());
+      state.pointwise = std::make_unique<NestedCall>(
+          p, Kernel{KernelKind::kOutVariant, pointwise_kernel_}, pointwise_inputs_);
+      state.depthwise = std::make_unique<NestedCall>(
+          p, Kernel{KernelKind::kOutVariant, depthwise_kernel_}, depthwise_inputs_);
     }
     c10::IValue unplaced; // the 1x1's output wherever its kernel puts it
     c10::IValue& mid = !mid_sizes.empty() && x.scalar_type() == at::kFloat ? state.mid : unplaced;
@@ -300,7 +298,6 @@ private:
 
   static constexpr size_t kWeightInput = 1;
 
-  const torch::jit::Node* node_;
   std::shared_ptr<const OneDnnConvWeight> pointwise_weight_, depthwise_weight_;
   const OneDnnConvWeight& pointwise_;
   const OneDnnConvWeight& depthwise_;

@@ -1,6 +1,6 @@
 // A kernel run by another node's kernel as one part of its work: a composite kernel that, per
 // input shape, either runs its own fused computation or its parts one after the other (ops/conv/
-// pointwise_depthwise.cpp: a 1x1 and a depthwise convolution, fused by oneDNN where their
+// onednn_conv_fused_depthwise.cpp: a 1x1 and a depthwise convolution, fused by oneDNN where their
 // intermediate image would leave the caches, else each on its own kernel).
 #pragma once
 
@@ -20,10 +20,10 @@ namespace srt::ops {
 // caller's planned scratch may hold data the part reads (its input) while it runs.
 class NestedCall {
 public:
-  NestedCall(const torch::jit::Node* node, Kernel kernel, std::vector<c10::IValue> inputs,
-             WorkerPool* workers)
+  NestedCall(const ProcessedNode& parent, Kernel kernel, std::vector<c10::IValue> inputs)
       : values_(withOutputSlot(std::move(inputs))),
-        node_(describe(node, std::move(kernel)), values_.data(), &scratch_, workers) {}
+        node_(
+            parent.nested(describe(parent.node(), std::move(kernel)), values_.data(), &scratch_)) {}
   NestedCall(const NestedCall&) = delete;
   NestedCall& operator=(const NestedCall&) = delete;
 

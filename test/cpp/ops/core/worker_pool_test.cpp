@@ -1,6 +1,7 @@
 // The runtime's own worker threads (ops/core/worker_pool.h): every task runs exactly once per
 // run, on more than one thread, whether the workers were spinning or asleep; a task's exception
-// reaches the caller and the pool keeps working; resizing between runs.
+// reaches the caller and the pool keeps working; resizing between runs; a nested node sees the
+// pool as its parent does.
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/core/processed_node.h"
 #include "ops/core/worker_pool.h"
 
 namespace srt::testing {
@@ -87,6 +89,22 @@ TEST(WorkerPool, ResizeBetweenRuns) {
   pool.resize(0);
   EXPECT_EQ(pool.threads(), 1);
   expectEachTaskOnce(pool, 2);
+}
+
+// A part built while the runtime ran on one thread (no workers) splits over them once later runs
+// have them: ProcessedNode::nested shares the pool, not what workers() said at building.
+TEST(WorkerPool, NestedNodeSharesItsParentsPoolAsItIsSized) {
+  ops::WorkerPool pool;
+  ops::Scratch scratch;
+  ops::StaticNodeInfo info;
+  ops::ProcessedNode parent(info, nullptr, &scratch, &pool);
+  const ops::ProcessedNode part = parent.nested(info, nullptr, &scratch);
+  EXPECT_EQ(part.workers(), nullptr);
+  pool.resize(2);
+  EXPECT_EQ(parent.workers(), &pool);
+  EXPECT_EQ(part.workers(), &pool);
+  pool.resize(1);
+  EXPECT_EQ(part.workers(), nullptr);
 }
 
 } // namespace
