@@ -202,8 +202,9 @@ profiling=False. workers says whose threads carry the intra-op threads in the ke
 work themselves (convolutions): "own" (each runtime's own workers, which spin between the nodes
 of a run; with OMP_WAIT_POLICY=ACTIVE a warning, since OpenMP's threads then never stop spinning
 and compete with them), "openmp" (OpenMP's), or "auto" (own where OpenMP's sleep between
-parallel regions, i.e. under OMP_WAIT_POLICY=PASSIVE). A call blocks while all runtimes are
-busy.)doc")
+parallel regions, i.e. under OMP_WAIT_POLICY=PASSIVE; OpenMP's where they never sleep; with the
+policy unset, the first runs of each input shape try both and keep the faster). A call blocks
+while all runtimes are busy.)doc")
       .def(py::init([](std::shared_ptr<StaticModule> module, size_t num_runtimes,
                        int intra_op_threads, bool profiling, const std::string& workers) {
              auto pool = std::shared_ptr<PyRuntimePool>(new PyRuntimePool{

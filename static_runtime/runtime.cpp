@@ -6,6 +6,7 @@
 
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/hash.h>
 
 #include "memory/memory_planner.h"
 #include "ops/core/parallelism.h"
@@ -17,6 +18,7 @@
 #include "static_runtime/profiler_events.h"
 #include "static_runtime/program.h"
 #include "static_runtime/static_module.h"
+#include "static_runtime/workers_trial.h"
 
 namespace srt {
 
@@ -25,6 +27,9 @@ struct StaticRuntime::State {
   ops::Scratch scratch;
   // Sized at each run: the run's intra-op threads when they are the runtime's own, else 1.
   ops::WorkerPool workers;
+  // Whose threads kAuto picks where OpenMP's spin between regions, by input shape.
+  WorkersTrial workers_trial;
+  bool last_run_own_workers = false;
   std::optional<memory::MemoryPlanner> planner;
   // The plan generation the nodes' scratch blocks were lent from.
   size_t lent_plan_generation = 0;
@@ -79,7 +84,26 @@ double lap(Clock::time_point& start) {
   return ms;
 }
 
-bool ownWorkers(IntraOpWorkers workers) {
+// The sizes of a run's tensor inputs and its thread count, hashed: what the workers trial keys
+// its decisions by.
+uint64_t inputShapeKey(const c10::IValue* inputs, size_t count, int threads) {
+  size_t key = c10::get_hash(threads, count);
+  for (size_t i = 0; i < count; ++i) {
+    if (inputs[i].isTensor()) {
+      const at::Tensor& tensor = inputs[i].toTensor();
+      key = c10::hash_combine(key, static_cast<size_t>(tensor.dim()));
+      for (const int64_t size : tensor.sizes()) {
+        key = c10::hash_combine(key, static_cast<size_t>(size));
+      }
+    }
+  }
+  return key;
+}
+
+// Whose threads the run about to start on `inputs` splits its nodes over (see IntraOpWorkers),
+// and whether the workers trial wants its time.
+WorkersTrial::Choice chooseWorkers(IntraOpWorkers workers, WorkersTrial& trial,
+                                   const c10::IValue* inputs, size_t count) {
   switch (workers) {
   case IntraOpWorkers::kOwn:
     if (ops::openMpThreadsNeverSleep() && at::get_num_threads() > 1) {
@@ -90,13 +114,19 @@ bool ownWorkers(IntraOpWorkers workers) {
           "resnet18 stage ran 10x slower on 2 cores). Use workers=\"auto\" (OpenMP's threads "
           "under this policy) or OMP_WAIT_POLICY=PASSIVE.");
     }
-    return true;
+    return {true, false};
   case IntraOpWorkers::kOpenMp:
-    return false;
+    return {};
   case IntraOpWorkers::kAuto:
     break;
   }
-  return ops::openMpThreadsSleep();
+  if (at::get_num_threads() <= 1 || ops::openMpThreadsNeverSleep()) {
+    return {};
+  }
+  if (ops::openMpThreadsSleep()) {
+    return {true, false};
+  }
+  return trial.next(inputShapeKey(inputs, count, at::get_num_threads()));
 }
 
 } // namespace
@@ -179,7 +209,11 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
   // Inference only: recording autograd history would cost time and keep activations alive.
   c10::AutoGradMode no_grad(false);
   ScopedIntraOpThreads threads(options_.intra_op_threads);
-  state_->workers.resize(ownWorkers(options_.workers) ? at::get_num_threads() : 1);
+  const WorkersTrial::Choice workers = chooseWorkers(options_.workers, state_->workers_trial,
+                                                     state_->values.data(), program.num_inputs);
+  state_->workers.resize(workers.own ? at::get_num_threads() : 1);
+  state_->last_run_own_workers = workers.own && at::get_num_threads() > 1;
+  const Clock::time_point nodes_start = workers.timed ? Clock::now() : Clock::time_point();
   if (times != nullptr) {
     state_->top_block->runTimed(times->nodes.data());
   } else if (state_->planner && state_->planner->learning()) {
@@ -191,9 +225,17 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
   } else {
     state_->top_block->run();
   }
+  if (workers.timed) {
+    state_->workers_trial.recordRun(
+        std::chrono::duration<double, std::milli>(Clock::now() - nodes_start).count());
+  }
   c10::IValue outputs = takeOutputs();
   reset_on_exit.succeeded = true;
   return outputs;
+}
+
+bool StaticRuntime::lastRunUsedOwnWorkers() const {
+  return state_->last_run_own_workers;
 }
 
 void StaticRuntime::lendScratch() {

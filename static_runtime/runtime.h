@@ -73,6 +73,10 @@ public:
   // Frees the arena of an idle runtime; the next run learns sizes and plans again.
   void releaseMemory();
 
+  // Whether the last run split its nodes over the runtime's own workers rather than OpenMP's
+  // threads (RuntimeOptions::workers; under kAuto it may change over a shape's first runs).
+  [[nodiscard]] bool lastRunUsedOwnWorkers() const;
+
   // With manage_output_tensors: the tensors the last run returned live in this runtime's output
   // arena until this is called (after which they read as empty); running again before is an
   // error. A no-op otherwise.

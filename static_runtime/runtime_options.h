@@ -9,8 +9,10 @@ namespace srt {
 enum class IntraOpWorkers {
   // The runtime's own when OpenMP's sleep between parallel regions (OMP_WAIT_POLICY=PASSIVE or
   // GOMP_SPINCOUNT=0), where waking them for each node costs more than small nodes take;
-  // OpenMP's otherwise, whose spinning threads join a region in about 2 us and would compete
-  // with a second set of spinning threads for the cores.
+  // OpenMP's where they never sleep (OMP_WAIT_POLICY=ACTIVE), whose spinning threads join a
+  // region in about 2 us and would compete with a second set of spinning threads for the cores.
+  // Where they spin for a while, then sleep (the default), each input shape's first runs try
+  // both and keep the faster (static_runtime/workers_trial.h).
   kAuto,
   kOpenMp, // OpenMP's (ATen's and oneDNN's), whatever the wait policy
   // The runtime's own (ops/core/worker_pool.h), whatever the wait policy; warns once where
