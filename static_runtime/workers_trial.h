@@ -3,10 +3,10 @@
 // default, OMP_WAIT_POLICY unset). There neither answer is right for every model: the runtime's
 // own workers hand out small nodes' pieces faster, but where some node still runs a library's
 // region on OpenMP's threads (a oneDNN primitive that does not split into pieces), those threads
-// spin on the cores the workers need. Measured on one process, 2 threads, batch 1, own against
-// OpenMP's: small CNN 0.87, mobilenet_v3_small 0.81, mobilenet_v2 1.07, resnet18 1.64,
-// efficientnet_b0 2.17 (AMD EPYC, Zen 5). So the runtime tries both on its first runs of each
-// input shape and thread count, and keeps the faster.
+// spin on the cores the workers need. Measured in one process, 2 threads, batch 1, own against
+// OpenMP's: small CNN 0.90, mobilenet_v3_small 0.74, efficientnet_b0 0.92, mobilenet_v2 1.06,
+// resnet18 1.60 (AMD EPYC, Zen 5, 2026-12-03). So the runtime tries both on its first runs of
+// each input shape and thread count, and keeps the faster.
 #pragma once
 
 #include <cstddef>
