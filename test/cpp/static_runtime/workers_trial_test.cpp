@@ -2,6 +2,7 @@
 // (static_runtime/workers_trial.h) on made-up run times, and a runtime under kAuto against the JIT
 // while its trial runs and after it has decided.
 #include <algorithm>
+#include <chrono>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -149,24 +150,35 @@ def forward(self, x):
   options.workers = IntraOpWorkers::kAuto;
   StaticRuntime runtime(prepared, options);
   const bool spin_then_sleep = !ops::openMpThreadsSleep() && !ops::openMpThreadsNeverSleep();
-  // Enough runs to end the trial on runs of 0.1 ms or more (each block settles in kSettleMs).
-  const int runs = 4 * WorkersTrial::kBlocks * static_cast<int>(10 * WorkersTrial::kSettleMs);
+  // The trial ends once its blocks' runs have taken kBlocks x kSettleMs of node time, whatever
+  // a run takes on this host (20 us on a fast one: a count of runs did not always reach it).
+  // Calls run for 8 times that long, so the trial has ended unless its nodes took under an
+  // eighth of each call; then 50 more calls show which threads it kept.
+  const auto trial_wall_time = std::chrono::duration<double, std::milli>(
+      8 * WorkersTrial::kBlocks * WorkersTrial::kSettleMs);
+  constexpr int kRunsAfterTrial = 50;
   for (const at::Tensor& x : {torch::randn({1, 3, 32, 32}), torch::randn({2, 3, 24, 40})}) {
     const at::Tensor expected = module.forward({x}).toTensor();
     std::vector<bool> own;
-    for (int run = 0; run < runs; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    int trial_runs = 0;
+    for (int run = 0; trial_runs == 0 || run < trial_runs + kRunsAfterTrial; ++run) {
       const at::Tensor actual = runtime({x}).toTensor();
-      if (run % 16 == 0 || run + 4 > runs) {
+      if (run % 16 == 0 || trial_runs > 0) {
         EXPECT_TRUE(torch::allclose(actual, expected, 1e-4, 1e-4))
             << "input " << x.sizes() << ", run " << run;
       }
       own.push_back(runtime.lastRunUsedOwnWorkers());
+      if (trial_runs == 0 && std::chrono::steady_clock::now() - start >= trial_wall_time) {
+        trial_runs = run + 1;
+      }
     }
     if (spin_then_sleep) {
       EXPECT_NE(std::count(own.begin(), own.end(), true), 0) << x.sizes();
       EXPECT_NE(std::count(own.begin(), own.end(), false), 0) << x.sizes();
       // Decided: the last runs all on one kind.
-      EXPECT_TRUE(std::all_of(own.end() - 50, own.end(), [&](bool o) { return o == own.back(); }))
+      EXPECT_TRUE(std::all_of(own.end() - kRunsAfterTrial, own.end(),
+                              [&](bool o) { return o == own.back(); }))
           << x.sizes();
     } else {
       // Own where OpenMP's threads sleep at once, OpenMP's where they never sleep: no trial.
