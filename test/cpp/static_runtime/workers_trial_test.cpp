@@ -154,8 +154,8 @@ def forward(self, x):
   // a run takes on this host (20 us on a fast one: a count of runs did not always reach it).
   // Calls run for 8 times that long, so the trial has ended unless its nodes took under an
   // eighth of each call; then 50 more calls show which threads it kept.
-  const auto trial_wall_time = std::chrono::duration<double, std::milli>(
-      8 * WorkersTrial::kBlocks * WorkersTrial::kSettleMs);
+  const auto trial_wall_time = std::chrono::duration<double, std::milli>(8 * WorkersTrial::kBlocks *
+                                                                         WorkersTrial::kSettleMs);
   constexpr int kRunsAfterTrial = 50;
   for (const at::Tensor& x : {torch::randn({1, 3, 32, 32}), torch::randn({2, 3, 24, 40})}) {
     const at::Tensor expected = module.forward({x}).toTensor();
@@ -177,9 +177,9 @@ def forward(self, x):
       EXPECT_NE(std::count(own.begin(), own.end(), true), 0) << x.sizes();
       EXPECT_NE(std::count(own.begin(), own.end(), false), 0) << x.sizes();
       // Decided: the last runs all on one kind.
-      EXPECT_TRUE(std::all_of(own.end() - kRunsAfterTrial, own.end(),
-                              [&](bool o) { return o == own.back(); }))
-          << x.sizes();
+      EXPECT_TRUE(std::all_of(own.end() - kRunsAfterTrial, own.end(), [&](bool o) {
+        return o == own.back();
+      })) << x.sizes();
     } else {
       // Own where OpenMP's threads sleep at once, OpenMP's where they never sleep: no trial.
       EXPECT_TRUE(std::all_of(own.begin(), own.end(),
