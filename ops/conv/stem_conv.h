@@ -1,16 +1,21 @@
 // 3x3 convolutions of images with few input channels (a network's first layer, on RGB): our own
-// direct loop, built for AVX-512 (ops/conv/cpu/stem_conv_loops.cpp, one 16-channel output block
-// a vector) and run on CPUs that have it.
+// loops, built for AVX-512 (one 16-channel output block a vector) and run on CPUs that have it.
 //
 // With 3 input channels there is nothing to block the input by: every output pixel's 16 channels
-// are 27 multiply-adds of one input value broadcast against a vector of 16 weights. The loop
-// keeps one output row's run of 16 pixels (14 at stride 2) in registers and reads each weight
-// vector once for the run. On one thread it is a little faster than oneDNN's direct kernel for
-// plain inputs (AMD EPYC, Zen 5, best of 6: mobilenet_v2's 3 -> 32 at stride 2 126 against 134
-// us, mobilenet_v3_small's 3 -> 16 62 against 69, the small CNN's 3 -> 16 at stride 1 20.4
-// against 20.5); split by output rows over the runtime's own workers it spares the primitive per
-// piece (ops/conv/onednn_conv_pieces.cpp): the small CNN at batch 1, 2 threads,
-// OMP_WAIT_POLICY=PASSIVE ran 7-11% faster end to end in three interleaved pairs.
+// are 27 multiply-adds of one input value broadcast against a vector of 16 weights.
+// - Stride 2 (ops/conv/cpu/stem_conv_loops.cpp): direct. The loop keeps one output row's run of
+//   14 pixels in registers and reads each weight vector once for the run. On one thread it is a
+//   little faster than oneDNN's direct kernel for plain inputs (AMD EPYC, Zen 5, best of 6:
+//   mobilenet_v2's 3 -> 32 126 against 134 us, mobilenet_v3_small's 3 -> 16 62 against 69).
+// - Stride 1 (ops/conv/cpu/stem_winograd_loops.cpp): Winograd F(4, 3) along rows, 18 products of
+//   a transformed input and weight per 4 pixels and input channel instead of 36. Against the
+//   direct loop at stride 1 (same CPU, best of 4 alternating processes): the small CNN's 3 -> 16
+//   at 64x64 16.5 against 18.1 us, 3 -> 32 at 224x224 403 against 475, 3 -> 64 at 224x224 796
+//   against 991 (VGG's first layer); the direct loop had been level with oneDNN's (20.4 against
+//   20.5 on the small CNN's).
+// Split by output rows over the runtime's own workers, the loops spare the primitive per piece
+// (ops/conv/onednn_conv_pieces.cpp): the small CNN at batch 1, 2 threads, OMP_WAIT_POLICY=PASSIVE
+// ran 7-11% faster end to end in three interleaved pairs.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +26,15 @@ namespace srt::ops::stem_conv {
 
 constexpr int64_t kKernel = 3;
 constexpr int64_t kMaxInChannels = 4;
+// Stride 1 runs Winograd F(4, 3) along rows: 4 output pixels from 6 transformed inputs.
+constexpr int64_t kWinogradTile = 4;
+constexpr int64_t kWinogradPoints = 6;
 
-// Floats of a packed weight: [ceil(out / 16)][in][3][3][16].
+// Floats of a packed weight: the direct loop's [ceil(out / 16)][in][3][3][16], then at
+// winogradWeightOffset the Winograd loop's, each kernel row transformed (G g):
+// [ceil(out / 16)][in][3][6][16].
 int64_t packedWeightFloats(int64_t in_channels, int64_t out_channels);
+int64_t winogradWeightOffset(int64_t in_channels, int64_t out_channels);
 
 // `weight`, a plain [out][in][3][3] float32 one, packed into `out` (packedWeightFloats of it;
 // padding channels zero).

@@ -1,5 +1,6 @@
-// ops/conv/stem_conv.h's loop: per output row and output block, runs of pixels whose every tap
-// is inside the image's columns in registers, the few pixels at the row's ends one at a time.
+// ops/conv/stem_conv.h's stride-2 loop (stride 1 runs stem_winograd_loops.cpp's): per output row
+// and output block, runs of pixels whose every tap is inside the image's columns in registers, the
+// few pixels at the row's ends one at a time.
 // cmake/CpuKernels.cmake builds every ops/*/cpu/ file once per capability; this loop keeps a
 // 16-channel block in one vector, so only the AVX-512 build defines it (ops/conv/stem_conv.cpp
 // calls it on AVX-512 CPUs only).
@@ -27,6 +28,7 @@ namespace {
 using Vec = at::vec::Vectorized<float>;
 constexpr int64_t kBlock = 16;
 constexpr int kTaps = static_cast<int>(kKernel);
+constexpr int kStride = 2;
 
 // One output row's block of output channels, what every pixel of it shares.
 struct RowBlock {
@@ -44,8 +46,7 @@ struct RowBlock {
 // kPixels output pixels from ow0 whose taps all fall inside the image's columns. Raw vectors, not
 // Vectorized<float>, so that GCC keeps the accumulators in registers (as strided_winograd_loops.cpp
 // found).
-template <int kChannels, int kStride, int kPixels>
-void runInside(const RowBlock& row, int64_t ow0) {
+template <int kChannels, int kPixels> void runInside(const RowBlock& row, int64_t ow0) {
   const StemConv& conv = *row.conv;
   __m512 acc[kPixels];
 #pragma GCC unroll 16
@@ -83,9 +84,9 @@ void runInside(const RowBlock& row, int64_t ow0) {
 // One output pixel whose taps may fall outside the image's columns (those read zero padding). One
 // accumulator per tap column: a single one chained all 27 multiply-adds, waited on at both ends of
 // every row (the small CNN's stem 19.0 us against 19.5-20.4 so, standalone).
-template <int kChannels> void runEdge(const RowBlock& row, int64_t ow, int64_t stride) {
+template <int kChannels> void runEdge(const RowBlock& row, int64_t ow) {
   const StemConv& conv = *row.conv;
-  const int64_t column0 = ow * stride - conv.padding;
+  const int64_t column0 = ow * kStride - conv.padding;
   const int kw_first = static_cast<int>(std::clamp<int64_t>(-column0, 0, kTaps));
   const int kw_last = static_cast<int>(std::clamp<int64_t>(conv.width - column0, 0, kTaps));
   __m512 acc[kTaps] = {row.bias, _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -110,16 +111,16 @@ template <int kChannels> void runEdge(const RowBlock& row, int64_t ow, int64_t s
 }
 
 // runInside of `count` pixels (1 ... kRun), its one instantiation for that count.
-template <int kChannels, int kStride, int... kCounts>
+template <int kChannels, int... kCounts>
 void runInsideCount(int64_t count, const RowBlock& row, int64_t ow0,
                     std::integer_sequence<int, kCounts...>) {
-  ((count == kCounts + 1 ? runInside<kChannels, kStride, kCounts + 1>(row, ow0) : void()), ...);
+  ((count == kCounts + 1 ? runInside<kChannels, kCounts + 1>(row, ow0) : void()), ...);
 }
 
-// A row of one output block: runs of kRun pixels (16 accumulators at stride 1; 14 at stride 2,
-// which measured faster there), the inside's remainder, the edges.
-template <int kChannels, int kStride> void runRow(const RowBlock& row, int64_t out_width) {
-  constexpr int kRun = kStride == 1 ? 16 : 14;
+// A row of one output block: runs of kRun pixels (14 accumulators, which measured faster than
+// 16), the inside's remainder, the edges.
+template <int kChannels> void runRow(const RowBlock& row, int64_t out_width) {
+  constexpr int kRun = 14;
   const StemConv& conv = *row.conv;
   // Pixels whose taps are all inside the columns: [inside_first, inside_last).
   const int64_t inside_first = std::min(out_width, (conv.padding + kStride - 1) / kStride);
@@ -129,44 +130,35 @@ template <int kChannels, int kStride> void runRow(const RowBlock& row, int64_t o
           : std::clamp<int64_t>((conv.width + conv.padding - kTaps) / kStride + 1, inside_first,
                                 out_width);
   for (int64_t ow = 0; ow < inside_first; ++ow) {
-    runEdge<kChannels>(row, ow, kStride);
+    runEdge<kChannels>(row, ow);
   }
   int64_t ow = inside_first;
   for (; ow + kRun <= inside_last; ow += kRun) {
-    runInside<kChannels, kStride, kRun>(row, ow);
+    runInside<kChannels, kRun>(row, ow);
   }
   if (ow < inside_last) {
-    runInsideCount<kChannels, kStride>(inside_last - ow, row, ow,
-                                       std::make_integer_sequence<int, kRun>());
+    runInsideCount<kChannels>(inside_last - ow, row, ow, std::make_integer_sequence<int, kRun>());
   }
   for (ow = inside_last; ow < out_width; ++ow) {
-    runEdge<kChannels>(row, ow, kStride);
+    runEdge<kChannels>(row, ow);
   }
 }
 
-template <int kChannels> void runRowOfChannels(const RowBlock& row, int64_t out_width) {
-  if (row.conv->stride == 1) {
-    runRow<kChannels, 1>(row, out_width);
-  } else {
-    runRow<kChannels, 2>(row, out_width);
-  }
-}
-
-// runRow of the convolution's input channels and stride: the one instantiation for them.
+// runRow of the convolution's input channels: the one instantiation for them.
 void runRowOf(const RowBlock& row, int64_t out_width) {
   static_assert(kMaxInChannels == 4, "an instantiation for every channel count");
   switch (row.conv->in_channels) {
   case 1:
-    runRowOfChannels<1>(row, out_width);
+    runRow<1>(row, out_width);
     break;
   case 2:
-    runRowOfChannels<2>(row, out_width);
+    runRow<2>(row, out_width);
     break;
   case 3:
-    runRowOfChannels<3>(row, out_width);
+    runRow<3>(row, out_width);
     break;
   default:
-    runRowOfChannels<4>(row, out_width);
+    runRow<4>(row, out_width);
     break;
   }
 }
@@ -185,7 +177,7 @@ void runStemConvLoop(const StemConv& conv, int64_t first_row, int64_t last_row) 
   // (blocks outside read a 224x224 image once per block, from beyond L2 behind the output's
   // planes: mobilenet_v2's stem 2% slower than oneDNN's end to end, though faster alone).
   for (int64_t oh = first_row; oh < last_row; ++oh) {
-    row.in_row0 = oh * conv.stride - conv.padding;
+    row.in_row0 = oh * kStride - conv.padding;
     row.kh_first = static_cast<int>(std::clamp<int64_t>(-row.in_row0, 0, kTaps));
     row.kh_last = static_cast<int>(std::clamp<int64_t>(conv.height - row.in_row0, 0, kTaps));
     for (int64_t ob = 0; ob < blocks; ++ob) {

@@ -795,9 +795,10 @@ def forward(self, x):
 // The stem loop (ops/conv/stem_conv.h) itself, against ATen's convolution: 1 to 4 input channels,
 // strides 1 and 2, padding 0 to 2, output channels that leave a block partial (20, 40, 24),
 // blocked and channels-last outputs, images smaller than the kernel's reach and wider than a run
-// of pixels; bias and activations (ReLU, hardswish); whole images and two ranges of rows. The
-// kernel runs it only where it measured faster than oneDNN's (stemConvFaster), which depends on
-// the CPU, so it is tested here on its own.
+// of pixels (stride 1: than a segment of Winograd tiles, ops/conv/cpu/stem_winograd_loops.cpp);
+// bias and activations (ReLU, hardswish); whole images and two ranges of rows. The kernel runs it
+// only where it measured faster than oneDNN's (stemConvFaster), which depends on the CPU, so it is
+// tested here on its own.
 TEST(StemConvLoop, MatchesAtenConvolution) {
   if (!ops::stem_conv::stemConvAvailable()) {
     GTEST_SKIP() << "the loop is built for AVX-512 only";
@@ -817,10 +818,18 @@ TEST(StemConvLoop, MatchesAtenConvolution) {
     const ops::pointwise::PointwiseActivation* activation;
   };
   const std::vector<Case> cases = {
-      {3, 16, 64, 64, 1, 1, false, true, &relu},    {3, 32, 37, 45, 2, 1, false, true, &hardswish},
-      {3, 20, 33, 31, 2, 1, true, false, &relu},    {1, 24, 5, 3, 2, 0, false, true, &identity},
-      {4, 40, 9, 13, 1, 2, true, true, &hardswish}, {2, 16, 2, 1, 1, 1, true, true, &relu},
-      {3, 8, 1, 40, 2, 2, false, false, &identity}};
+      {3, 16, 64, 64, 1, 1, false, true, &relu},
+      {3, 32, 37, 45, 2, 1, false, true, &hardswish},
+      {3, 20, 33, 31, 2, 1, true, false, &relu},
+      {1, 24, 5, 3, 2, 0, false, true, &identity},
+      {4, 40, 9, 13, 1, 2, true, true, &hardswish},
+      {2, 16, 2, 1, 1, 1, true, true, &relu},
+      {3, 8, 1, 40, 2, 2, false, false, &identity},
+      // Stride 1 runs Winograd over segments of 64 tiles of 4 pixels: a row of 75 tiles, one of
+      // 65 (a one-tile segment), one of a single tile.
+      {3, 24, 7, 300, 1, 1, false, true, &hardswish},
+      {1, 16, 6, 262, 1, 0, true, true, &relu},
+      {3, 16, 4, 6, 1, 0, false, true, &identity}};
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message()
                  << c.in_channels << " -> " << c.out_channels << " at " << c.height << "x"
