@@ -2,7 +2,7 @@
 // sum over input channels and the kernel's 3 rows of 1-D convolutions of an input row with 3 taps,
 // and F(4, 3) computes 4 outputs of such a convolution from 6 products instead of 12 (points 0,
 // 1, -1, 2, -2 and infinity): per 4 output pixels and 16 output channels, 18 multiply-adds an
-// input channel and a 14-operation output transform instead of 36 multiply-adds an input channel.
+// input channel and a 10-operation output transform instead of 36 multiply-adds an input channel.
 // Each input row is transformed once into a ring of the 3 rows the current output row reads, and
 // shared by all its output blocks; rows are split into segments of at most kSegmentTiles tiles
 // so that the ring lives on the stack (no scratch to plan).
