@@ -12,6 +12,7 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include "ops/conv/cpu/blocked_activation.h"
+#include "ops/conv/cpu/stem_conv_dispatch.h"
 #include "ops/conv/stem_conv.h"
 
 #if defined(CPU_CAPABILITY_AVX512)
@@ -144,25 +145,6 @@ template <int kChannels> void runRow(const RowBlock& row, int64_t out_width) {
   }
 }
 
-// runRow of the convolution's input channels: the one instantiation for them.
-void runRowOf(const RowBlock& row, int64_t out_width) {
-  static_assert(kMaxInChannels == 4, "an instantiation for every channel count");
-  switch (row.conv->in_channels) {
-  case 1:
-    runRow<1>(row, out_width);
-    break;
-  case 2:
-    runRow<2>(row, out_width);
-    break;
-  case 3:
-    runRow<3>(row, out_width);
-    break;
-  default:
-    runRow<4>(row, out_width);
-    break;
-  }
-}
-
 } // namespace
 
 void runStemConvLoop(const StemConv& conv, int64_t first_row, int64_t last_row) {
@@ -181,16 +163,15 @@ void runStemConvLoop(const StemConv& conv, int64_t first_row, int64_t last_row) 
     row.kh_first = static_cast<int>(std::clamp<int64_t>(-row.in_row0, 0, kTaps));
     row.kh_last = static_cast<int>(std::clamp<int64_t>(conv.height - row.in_row0, 0, kTaps));
     for (int64_t ob = 0; ob < blocks; ++ob) {
-      const int64_t channel = ob * kBlock;
-      const auto channels =
-          static_cast<__mmask16>((1u << std::min(kBlock, conv.out_channels - channel)) - 1u);
-      row.lanes = conv.channels_last_out ? channels : static_cast<__mmask16>(0xffff);
+      const OutputBlock block = outputBlock(conv, ob);
+      row.lanes = block.lanes;
+      row.bias = block.bias;
       row.weight = conv.weight + ob * weight_block;
-      row.bias = conv.bias != nullptr ? _mm512_maskz_loadu_ps(channels, conv.bias + channel)
-                                      : _mm512_setzero_ps();
-      row.out = conv.out + (conv.channels_last_out ? oh * out_width * conv.out_channels + channel
-                                                   : (ob * out_height + oh) * out_width * kBlock);
-      runRowOf(row, out_width);
+      row.out =
+          conv.out + (conv.channels_last_out ? oh * out_width * conv.out_channels + ob * kBlock
+                                             : (ob * out_height + oh) * out_width * kBlock);
+      withInChannels(conv.in_channels,
+                     [&](auto channels) { runRow<decltype(channels)::value>(row, out_width); });
     }
   }
 }

@@ -16,6 +16,7 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include "ops/conv/cpu/blocked_activation.h"
+#include "ops/conv/cpu/stem_conv_dispatch.h"
 #include "ops/conv/stem_conv.h"
 
 #if defined(CPU_CAPABILITY_AVX512)
@@ -212,25 +213,6 @@ void runSegmentRow(const RowBlock& row, int64_t tiles,
   }
 }
 
-void runSegmentRowOf(int64_t in_channels, const RowBlock& row, int64_t tiles,
-                     const pointwise::PointwiseActivation& activation) {
-  static_assert(kMaxInChannels == 4, "an instantiation for every channel count");
-  switch (in_channels) {
-  case 1:
-    runSegmentRow<1>(row, tiles, activation);
-    break;
-  case 2:
-    runSegmentRow<2>(row, tiles, activation);
-    break;
-  case 3:
-    runSegmentRow<3>(row, tiles, activation);
-    break;
-  default:
-    runSegmentRow<4>(row, tiles, activation);
-    break;
-  }
-}
-
 } // namespace
 
 void runStemWinogradLoop(const StemConv& conv, int64_t first_row, int64_t last_row) {
@@ -259,17 +241,16 @@ void runStemWinogradLoop(const StemConv& conv, int64_t first_row, int64_t last_r
         }
       }
       for (int64_t ob = 0; ob < blocks; ++ob) {
-        const int64_t channel = ob * kBlock;
-        const auto channels =
-            static_cast<__mmask16>((1u << std::min(kBlock, conv.out_channels - channel)) - 1u);
-        row.lanes = conv.channels_last_out ? channels : static_cast<__mmask16>(0xffff);
+        const OutputBlock block = outputBlock(conv, ob);
+        row.lanes = block.lanes;
+        row.bias = block.bias;
         row.weight = weight + ob * weight_block;
-        row.bias = conv.bias != nullptr ? _mm512_maskz_loadu_ps(channels, conv.bias + channel)
-                                        : _mm512_setzero_ps();
         row.out = conv.out + (conv.channels_last_out
-                                  ? (oh * out_width + column0) * conv.out_channels + channel
+                                  ? (oh * out_width + column0) * conv.out_channels + ob * kBlock
                                   : ((ob * out_height + oh) * out_width + column0) * kBlock);
-        runSegmentRowOf(conv.in_channels, row, tiles, activation);
+        withInChannels(conv.in_channels, [&](auto channels) {
+          runSegmentRow<decltype(channels)::value>(row, tiles, activation);
+        });
       }
     }
   }
