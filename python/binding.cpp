@@ -354,6 +354,15 @@ scratch placed in the arena: "planned_scratch_blocks", "planned_scratch_bytes",
       .def_property_readonly(
           "options", [](const StaticModule& module) { return optionsToDict(module.options()); },
           "The StaticModuleOptions the module was built with, as a dict.")
+      .def_property_readonly(
+          "batch_independent",
+          [](const StaticModule& module) { return module.batchIndependence().independent; },
+          "Whether forward treats every item of a batch (dim 0 of its tensor arguments) on its "
+          "own, so that runtimes may run a batch as slices (RuntimePool's split_batch).")
+      .def_property_readonly(
+          "batch_independence_reason",
+          [](const StaticModule& module) { return module.batchIndependence().reason; },
+          "Where batch_independent is False: the node or argument that is not, and why.")
       .def("__repr__", &repr);
   bindServing(m, static_module);
   bindProfiling(m, static_module);

@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "passes/batch_independence.h"
 #include "passes/pipeline.h"
 #include "passes/prepare.h"
 #include "static_runtime/model_loading.h"
@@ -65,6 +66,7 @@ StaticModule::StaticModule(passes::PreparedGraph prepared, StaticModuleOptions o
     : options_(options), graph_(std::move(prepared.graph)), schema_(std::move(prepared.schema)),
       unbound_names_(std::move(prepared.unbound_constants)),
       unbound_values_(std::make_shared<const std::vector<at::Tensor>>(unbound_names_.size())),
+      batch_independence_(passes::analyzeBatchIndependence(*graph_, schema_.arguments().size())),
       pass_reports_(passes::optimize(graph_, options_.passesToSkip())),
       program_(std::make_unique<const Program>(buildProgram(graph_, options_))),
       pool_(std::make_unique<RuntimePool>(*this, defaultPoolSize())) {

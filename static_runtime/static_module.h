@@ -9,6 +9,7 @@
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 
+#include "passes/batch_independence.h"
 #include "static_runtime/argument_binding.h"
 #include "static_runtime/options.h"
 #include "static_runtime/runtime_pool.h"
@@ -64,6 +65,8 @@ public:
   const torch::jit::Graph& graph() const { return *graph_; }
   // The flat program runtimes execute (static_runtime/program.h, not installed).
   const Program& program() const { return *program_; }
+  // Whether runtimes may run dim-0 slices of a batch apart (RuntimeOptions::split_batch).
+  const passes::BatchIndependence& batchIndependence() const { return batch_independence_; }
   // Supplies an unbound constant (StaticModuleOptions::unbound_constants) by its attribute name,
   // shared read-only by every runtime; replacing one takes effect from the next run of each.
   // Thread-safe. Throws c10::Error for a name that is not an unbound constant.
@@ -88,6 +91,8 @@ private:
   // locking; set_constant_mutex_ only orders concurrent setConstant calls.
   std::shared_ptr<const std::vector<at::Tensor>> unbound_values_;
   std::mutex set_constant_mutex_;
+  // Of the prepared graph, before the passes rewrite it into ops the analysis need not know.
+  passes::BatchIndependence batch_independence_;
   // Initialized before program_: the passes rewrite graph_ that the program is built from.
   std::vector<passes::PassReport> pass_reports_;
   std::unique_ptr<const Program> program_;
