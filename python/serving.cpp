@@ -129,11 +129,13 @@ std::string intraOpWorkersName(IntraOpWorkers workers) {
   return "auto";
 }
 
-RuntimeOptions runtimeOptions(int intra_op_threads, IntraOpWorkers workers, bool profiling) {
+RuntimeOptions runtimeOptions(int intra_op_threads, IntraOpWorkers workers, bool profiling,
+                              bool split_batch) {
   RuntimeOptions options;
   options.intra_op_threads = intra_op_threads;
   options.workers = workers;
   options.profiling = profiling;
+  options.split_batch = split_batch;
   return options;
 }
 
@@ -195,7 +197,8 @@ void bindServing(py::module_& m, py::class_<StaticModule, std::shared_ptr<Static
   py::class_<PyRuntimePool, std::shared_ptr<PyRuntimePool>>(m, "RuntimePool", R"doc(
 A bounded pool of runtimes of one StaticModule, lent to one caller at a time.
 
-RuntimePool(module, num_runtimes, intra_op_threads=0, profiling=True, workers="auto"): runtimes
+RuntimePool(module, num_runtimes, intra_op_threads=0, profiling=True, workers="auto",
+split_batch=True): runtimes
 are created lazily, each running with intra_op_threads threads (0: the caller's setting) on the
 calling thread only, and recording a profiler event per node while a profiler is active unless
 profiling=False. workers says whose threads carry the intra-op threads in the kernels that split
@@ -203,18 +206,21 @@ work themselves (convolutions): "own" (each runtime's own workers, which spin be
 of a run; with OMP_WAIT_POLICY=ACTIVE a warning, since OpenMP's threads then never stop spinning
 and compete with them), "openmp" (OpenMP's), or "auto" (own where OpenMP's sleep between
 parallel regions, i.e. under OMP_WAIT_POLICY=PASSIVE; OpenMP's where they never sleep; with the
-policy unset, the first runs of each input shape try both and keep the faster). A call blocks
-while all runtimes are busy.)doc")
+policy unset, the first runs of each input shape try both and keep the faster). split_batch: where
+the model treats every item of a batch on its own (StaticModule.batch_independent) and a call has
+at least 2 threads and 2 items, run the batch as one dim-0 slice per thread, each single-threaded,
+and join the results. A call blocks while all runtimes are busy.)doc")
       .def(py::init([](std::shared_ptr<StaticModule> module, size_t num_runtimes,
-                       int intra_op_threads, bool profiling, const std::string& workers) {
+                       int intra_op_threads, bool profiling, const std::string& workers,
+                       bool split_batch) {
              auto pool = std::shared_ptr<PyRuntimePool>(new PyRuntimePool{
                  module, RuntimePool(*module, num_runtimes,
                                      runtimeOptions(intra_op_threads, intraOpWorkers(workers),
-                                                    profiling))});
+                                                    profiling, split_batch))});
              return pool;
            }),
            py::arg("module"), py::arg("num_runtimes"), py::arg("intra_op_threads") = 0,
-           py::arg("profiling") = true, py::arg("workers") = "auto")
+           py::arg("profiling") = true, py::arg("workers") = "auto", py::arg("split_batch") = true)
       .def(
           "__call__",
           [](PyRuntimePool& self, const py::args& args, const py::kwargs& kwargs) {
@@ -251,21 +257,26 @@ while all runtimes are busy.)doc")
           "intra_op_threads",
           [](const PyRuntimePool& self) { return self.pool.options().intra_op_threads; },
           [](PyRuntimePool& self, int threads) {
-            const RuntimeOptions& now = self.pool.options();
-            self.pool.setOptions(runtimeOptions(threads, now.workers, now.profiling));
+            RuntimeOptions options = self.pool.options();
+            options.intra_op_threads = threads;
+            self.pool.setOptions(options);
           },
           "Intra-op threads of every runtime of the pool from its next run (0: the caller's).")
       .def_property(
           "profiling", [](const PyRuntimePool& self) { return self.pool.options().profiling; },
           [](PyRuntimePool& self, bool profiling) {
-            const RuntimeOptions& now = self.pool.options();
-            self.pool.setOptions(runtimeOptions(now.intra_op_threads, now.workers, profiling));
+            RuntimeOptions options = self.pool.options();
+            options.profiling = profiling;
+            self.pool.setOptions(options);
           },
           "Whether the pool's runtimes record profiler events (see StaticModule.profiling).")
       .def_property_readonly(
           "workers",
           [](const PyRuntimePool& self) { return intraOpWorkersName(self.pool.options().workers); },
-          "Whose threads the pool's runtimes split convolutions over: auto, openmp or own.");
+          "Whose threads the pool's runtimes split convolutions over: auto, openmp or own.")
+      .def_property_readonly(
+          "split_batch", [](const PyRuntimePool& self) { return self.pool.options().split_batch; },
+          "Whether the pool's runtimes run a batch as slices where the model allows it.");
 }
 
 } // namespace srt::python

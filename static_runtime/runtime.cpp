@@ -12,6 +12,7 @@
 #include "ops/core/parallelism.h"
 #include "ops/core/scratch.h"
 #include "ops/core/worker_pool.h"
+#include "static_runtime/batch_split.h"
 #include "static_runtime/block_runner.h"
 #include "static_runtime/internal_options.h"
 #include "static_runtime/intra_op_threads.h"
@@ -30,6 +31,7 @@ struct StaticRuntime::State {
   // Whose threads kAuto picks where OpenMP's spin between regions, by input shape.
   WorkersTrial workers_trial;
   bool last_run_own_workers = false;
+  int last_run_batch_slices = 0;
   std::optional<memory::MemoryPlanner> planner;
   // The plan generation the nodes' scratch blocks were lent from.
   size_t lent_plan_generation = 0;
@@ -40,6 +42,9 @@ struct StaticRuntime::State {
   std::unique_ptr<BlockRunner> top_block;
   // Every node of every block, by node id (StaticNodeInfo::id); owned by top_block.
   std::vector<ops::ProcessedNode*> nodes;
+  // One per slice of a batch that runs as slices (RuntimeOptions::split_batch), created on the
+  // first such run.
+  std::vector<std::unique_ptr<StaticRuntime>> slice_runtimes;
 };
 
 StaticRuntime::StaticRuntime(const StaticModule& module, RuntimeOptions options)
@@ -145,7 +150,6 @@ c10::IValue StaticRuntime::timedRun(std::vector<c10::IValue> args, const Kwargs&
 c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwargs,
                                RunTimes* times) {
   Clock::time_point phase_start = times != nullptr ? Clock::now() : Clock::time_point();
-  const Program& program = module_.program();
   TORCH_CHECK(!state_->outputs_outstanding,
               "StaticRuntime: the tensors the previous run returned still live in this runtime's "
               "output arena (manage_output_tensors=true); call deallocateOutputTensors() before "
@@ -159,8 +163,58 @@ c10::IValue StaticRuntime::run(std::vector<c10::IValue> args, const Kwargs& kwar
   }
   bindArguments(module_.schema(), args, kwargs);
   module_.appendUnboundConstants(args);
-  TORCH_INTERNAL_ASSERT(args.size() == program.num_inputs);
+  TORCH_INTERNAL_ASSERT(args.size() == module_.program().num_inputs);
+  state_->last_run_batch_slices = 0;
+  if (times == nullptr) {
+    if (std::optional<c10::IValue> joined = runBatchSlices(args)) {
+      return std::move(*joined);
+    }
+  }
+  return runBound(std::move(args), times, phase_start);
+}
 
+std::optional<c10::IValue> StaticRuntime::runBatchSlices(const std::vector<c10::IValue>& args) {
+  const int threads =
+      options_.intra_op_threads > 0 ? options_.intra_op_threads : at::get_num_threads();
+  // Under a profiler, the batch runs whole: slices would record no per-node events.
+  if (!options_.split_batch || threads < 2 || state_->output_planner || state_->node_events) {
+    return std::nullopt;
+  }
+  const passes::BatchIndependence& independence = module_.batchIndependence();
+  const std::optional<int64_t> batch = splittableBatch(independence, args);
+  if (!batch || *batch < 2) {
+    return std::nullopt;
+  }
+  const int64_t slices = std::min<int64_t>(threads, *batch);
+  RuntimeOptions slice_options = options_;
+  slice_options.intra_op_threads = 1;
+  slice_options.workers = IntraOpWorkers::kOpenMp;
+  slice_options.split_batch = false;
+  while (static_cast<int64_t>(state_->slice_runtimes.size()) < slices) {
+    state_->slice_runtimes.push_back(std::make_unique<StaticRuntime>(module_, slice_options));
+  }
+  std::vector<c10::IValue> parts(slices);
+  state_->workers.resize(static_cast<int>(slices));
+  state_->last_run_own_workers = false;
+  try {
+    state_->workers.run(slices, [&](int64_t slice) {
+      const auto [begin, length] = sliceBounds(*batch, slices, slice);
+      StaticRuntime& runtime = *state_->slice_runtimes[slice];
+      runtime.setOptions(slice_options);
+      parts[slice] = runtime.runBound(sliceInputs(independence, args, begin, length), nullptr,
+                                      Clock::time_point());
+    });
+  } catch (const std::exception&) {
+    // The whole batch runs again as one and reports the error in terms of the caller's sizes.
+    return std::nullopt;
+  }
+  state_->last_run_batch_slices = static_cast<int>(slices);
+  return joinSlices(parts);
+}
+
+c10::IValue StaticRuntime::runBound(std::vector<c10::IValue> args, RunTimes* times,
+                                    Clock::time_point phase_start) {
+  const Program& program = module_.program();
   struct ResetOnExit {
     StaticRuntime& runtime;
     RunTimes* times;
@@ -238,6 +292,10 @@ bool StaticRuntime::lastRunUsedOwnWorkers() const {
   return state_->last_run_own_workers;
 }
 
+int StaticRuntime::lastRunBatchSlices() const {
+  return state_->last_run_batch_slices;
+}
+
 void StaticRuntime::lendScratch() {
   if (state_->planner->planGeneration() == state_->lent_plan_generation) {
     return;
@@ -288,6 +346,9 @@ ModuleStats StaticRuntime::stats() const {
 }
 
 void StaticRuntime::addMemoryStats(ModuleStats& stats) const {
+  for (const std::unique_ptr<StaticRuntime>& slice_runtime : state_->slice_runtimes) {
+    slice_runtime->addMemoryStats(stats);
+  }
   stats.unplanned_scratch_requests =
       std::max(stats.unplanned_scratch_requests, state_->scratch.requests());
   stats.unplanned_scratch_bytes =
@@ -354,6 +415,9 @@ std::string StaticRuntime::verifyMemoryPlan() const {
 }
 
 void StaticRuntime::releaseMemory() {
+  for (const std::unique_ptr<StaticRuntime>& slice_runtime : state_->slice_runtimes) {
+    slice_runtime->releaseMemory();
+  }
   if (state_->planner) {
     state_->planner->releaseMemory();
     // The next runs learn scratch sizes again, like tensor sizes; no node keeps a freed block.

@@ -1,6 +1,7 @@
 // StaticRuntime: one thread's executor of a StaticModule. Owns all mutable per-run state.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,13 +78,27 @@ public:
   // threads (RuntimeOptions::workers; under kAuto it may change over a shape's first runs).
   [[nodiscard]] bool lastRunUsedOwnWorkers() const;
 
+  // How many dim-0 slices of its batch the last run ran as (RuntimeOptions::split_batch); 0 when
+  // it ran the batch whole.
+  [[nodiscard]] int lastRunBatchSlices() const;
+
   // With manage_output_tensors: the tensors the last run returned live in this runtime's output
   // arena until this is called (after which they read as empty); running again before is an
   // error. A no-op otherwise.
   void deallocateOutputTensors();
 
 private:
+  using Clock = std::chrono::steady_clock;
+
   c10::IValue run(std::vector<c10::IValue> args, const Kwargs& kwargs, RunTimes* times);
+  // The run of bound inputs (forward's arguments, then unbound constants), from `phase_start`
+  // (read only with `times`).
+  c10::IValue runBound(std::vector<c10::IValue> args, RunTimes* times,
+                       Clock::time_point phase_start);
+  // The run as one batch slice per intra-op thread (RuntimeOptions::split_batch), or std::nullopt
+  // where it does not run so: the options, the module or the inputs do not allow it, or a slice
+  // failed (the whole batch then runs, and reports the error in the caller's terms).
+  std::optional<c10::IValue> runBatchSlices(const std::vector<c10::IValue>& args);
   c10::IValue takeOutputs();
   // Before a run: lends every node its planned scratch block when the plan has changed.
   void lendScratch();

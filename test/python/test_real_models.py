@@ -89,6 +89,37 @@ def _same_structure(a: Any, b: Any) -> bool:
     return type(a) is type(b)
 
 
+# The models whose forward the runtime proves treats every item of a batch on its own
+# (StaticModule.batch_independent): these run a batch as one slice per thread.
+BATCH_INDEPENDENT = {
+    "resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "googlenet",
+    "convnext_tiny", "shufflenet_v2_x0_5", "squeezenet1_1", "inception_v3", "alexnet", "unet",
+    "espcn", "dcgan_generator", "r3d_18", "audio_conv1d_classifier",
+}
+
+
+def _three_items(value: Any) -> Any:
+    """A batch of three from a batch of one or more: the items, then them again, perturbed (float),
+    then again: an odd batch, so two slices differ in size."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return value
+    second = value + 0.1 * torch.randn_like(value) if value.is_floating_point() else value
+    return torch.cat([value, second, value], 0)
+
+
+def _expect_batch_slices_match(name: str, entry: Any, scripted: Any, module: Any) -> None:
+    """Run as slices by a 2-thread runtime, each input set grown to an odd batch returns what
+    TorchScript returns for the whole batch, twice (the second run on reused memory)."""
+    pool = static_runtime.RuntimePool(module, 1, intra_op_threads=2, split_batch=True)
+    for index, args in enumerate(entry.inputs):
+        batch = tuple(_three_items(arg) for arg in args)
+        with torch.no_grad():
+            expected = scripted(*batch)
+        for repeat in range(2):
+            assert_close(expected, pool(*batch), entry.tolerance,
+                         f"{name} input set {index} as batch slices, call {repeat}")
+
+
 @pytest.mark.parametrize("name", list(ENTRIES))
 def test_real_model_matches_eager(name):
     entry = ENTRIES[name]
@@ -116,6 +147,10 @@ def test_real_model_matches_eager(name):
             kept.append((torchscript, actual, where))
     for expected, actual, where in kept:
         assert_close(expected, actual, entry.tolerance, f"{where}, after the last call")
+    assert module.batch_independent == (name in BATCH_INDEPENDENT), (
+        f"{name}: batch_independent is {module.batch_independent} ({module.batch_independence_reason})")
+    if module.batch_independent:
+        _expect_batch_slices_match(name, entry, scripted, module)
     fallback_ops = module.stats()["fallback_ops"]
     if entry.zero_fallbacks:
         assert not fallback_ops, f"{name} falls back on {fallback_ops}"

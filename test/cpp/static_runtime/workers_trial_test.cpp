@@ -148,6 +148,7 @@ def forward(self, x):
   RuntimeOptions options;
   options.intra_op_threads = 2;
   options.workers = IntraOpWorkers::kAuto;
+  options.split_batch = false; // the batch of 2 runs whole, its nodes on the trial's threads
   StaticRuntime runtime(prepared, options);
   const bool spin_then_sleep = !ops::openMpThreadsSleep() && !ops::openMpThreadsNeverSleep();
   // The trial ends once its blocks' runs have taken kBlocks x kSettleMs of node time, whatever

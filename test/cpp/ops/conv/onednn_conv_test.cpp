@@ -395,6 +395,8 @@ def forward(self, x):
   for (const int threads : {1, 2}) {
     RuntimeOptions options;
     options.intra_op_threads = threads;
+    // The batch of three runs whole, so each node sees 147 pixels, not a slice's 98 or 49.
+    options.split_batch = false;
     expectRuntimeMatchesJit(module, inputs, {}, options, 1e-4);
     StaticRuntime runtime(prepared, options);
     // Steady states: a first call may time oneDNN's kernel for the strided 3x3, whose shapes our
@@ -598,6 +600,7 @@ def forward(self, x):
   RuntimeOptions options;
   options.intra_op_threads = 2;
   options.workers = IntraOpWorkers::kOwn;
+  options.split_batch = false; // the batch of 4 splits by images inside each node, not as slices
   StaticModule prepared(module);
   StaticRuntime runtime(prepared, options);
   const std::string one = oneDnnLog([&] { static_cast<void>(runtime({inputs[0]})); });
