@@ -144,6 +144,14 @@ class StaticModule:
     def options(self) -> Dict[str, Any]:
         """The StaticModuleOptions the module was built with."""
         ...
+    @property
+    def batch_independent(self) -> bool:
+        """Whether forward treats every item of a batch on its own (RuntimePool's split_batch)."""
+        ...
+    @property
+    def batch_independence_reason(self) -> str:
+        """Where batch_independent is False: the node or argument that is not, and why."""
+        ...
 
 class RuntimePool:
     """A bounded pool of runtimes of one StaticModule; calls block while all are busy."""
@@ -155,6 +163,7 @@ class RuntimePool:
         intra_op_threads: int = 0,
         profiling: bool = True,
         workers: str = "auto",
+        split_batch: bool = True,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def run(
@@ -171,3 +180,5 @@ class RuntimePool:
     profiling: bool
     @property
     def workers(self) -> str: ...
+    @property
+    def split_batch(self) -> bool: ...
