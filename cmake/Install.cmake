@@ -18,7 +18,8 @@ install(FILES
   static_runtime/stats.h static_runtime/tensor_io.h static_runtime/static_method.h
   static_runtime/benchmark.h static_runtime/memory_plan_entry.h static_runtime/argument_binding.h
   DESTINATION include/static_runtime)
-install(FILES passes/pass_report.h DESTINATION include/passes)
+# StaticModule reports what its passes did and whether its graph is batch-independent.
+install(FILES passes/pass_report.h passes/batch_independence.h DESTINATION include/passes)
 install(EXPORT StaticRuntimeTargets NAMESPACE StaticRuntime::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/StaticRuntime)
 configure_package_config_file(cmake/StaticRuntimeConfig.cmake.in
