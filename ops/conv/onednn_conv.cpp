@@ -12,6 +12,7 @@
 #include "ops/conv/small_image_gemm.h"
 #include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
+#include "ops/conv/winograd.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/core/out_variant.h"
 #include "ops/core/parallelism.h"
@@ -225,6 +226,35 @@ bool stridedWinogradRuns(const OneDnnConvWeight& w) {
   return true;
 }
 
+// Whether ops/conv/winograd.h's loop may run `w`'s convolutions: 2-D, ungrouped, 3x3, stride 1,
+// padding 1, undilated, float32 (a direct weight or oneDNN's Winograd one), of 16 input channels
+// or more and at most 64 x 64 channel pairs. Each band of tiles reads the whole transformed weight
+// (4x the weight, held beside oneDNN's once the loop runs): at 64 x 64 channels it stays in L2,
+// and the loop ran resnet18's 64-channel 3x3s at 56x56 in two thirds of oneDNN's Winograd time
+// (a basic block, 1 thread: 1061 against 1491-1528 us; 32 channels at 112x112 1387 against 2134;
+// AMD EPYC, Zen 5). At 128 x 128 channels (28x28) and 96 x 96 (20x20), where a band's weight
+// comes from L3, the two measured level on one thread; resnet18's 128-channel layers split over 2
+// workers ran 368-381 us against oneDNN's pieces' 467-481 (OMP_WAIT_POLICY=PASSIVE), but with
+// their transformed weights held beside oneDNN's Winograd ones the network's peak memory growth
+// during calls rose from 19.6 to 33.5 MB, past eager PyTorch's 22.7. Within these bounds the loop
+// runs a shape where it measured faster than oneDNN (winogradLoopFaster).
+bool winogradLoopRuns(const OneDnnConvWeight& w) {
+  constexpr int64_t kMinInChannels = 16;
+  constexpr int64_t kMaxChannelPairs = 64 * 64;
+  const ConvArguments& a = w.arguments;
+  if (!winograd::winogradAvailable() || a.spatial_dims != 2 || a.transposed || a.groups != 1 ||
+      w.multiply != kF32 || w.in_channels < kMinInChannels ||
+      w.in_channels * w.out_channels > kMaxChannelPairs) {
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (w.kernel[i] != 3 || a.stride[i] != 1 || a.padding[i] != 1 || a.dilation[i] != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Whether ops/conv/stem_conv.h's loop may run `w`'s convolutions: 2-D, ungrouped, 3x3, stride 1
 // or 2, undilated, float32 direct, of at most 4 input channels. Within these bounds the loop runs
 // a shape where it measured faster than oneDNN (stemConvFaster).
@@ -257,10 +287,11 @@ public:
     depthwise_in_place_ = depthwiseReadsInPlace(*weight_);
     small_image_block_width_ = smallImageBlockWidth(*weight_);
     strided_winograd_ = stridedWinogradRuns(*weight_);
+    winograd_loop_ = winogradLoopRuns(*weight_);
     stem_conv_ = stemConvApplies(*weight_);
     if ((output_ == ConvOutputLayout::kBlocked &&
          (pointwise_weight_block_stride_ || depthwise_in_place_)) ||
-        strided_winograd_ || stem_conv_) {
+        strided_winograd_ || winograd_loop_ || stem_conv_) {
       pointwise_activation_ = pointwiseActivation(epilogue_);
     }
   }
@@ -373,6 +404,12 @@ public:
         (src_blocked || (out_channels_last && key.channels_last && !src_strided)) &&
         stridedWinogradChosen(p, key, x)) {
       runStridedWinograd(p, x, out_sizes, residual, loop_threads);
+      return;
+    }
+    if (winograd_loop_ && pointwise_activation_ && !scale &&
+        (src_blocked || (out_channels_last && key.channels_last && !src_strided)) &&
+        winogradLoopChosen(p, key, x)) {
+      runWinogradLoop(p, x, out_sizes, residual, loop_threads);
       return;
     }
     // A plain input of few channels into a blocked or channels-last output (a network's stem).
@@ -518,10 +555,11 @@ private:
                 });
   }
 
-  // The stride-2 Winograd loop's convolution of one image of x, but for its tensors and weight.
-  strided_winograd::StridedWinogradConv stridedWinogradShape(const at::Tensor& x) const {
+  // A Winograd loop's convolution of one image of x (at either stride), but for its tensors and
+  // weight.
+  winograd::WinogradConv winogradShape(const at::Tensor& x) const {
     const OneDnnConvWeight& w = *weight_;
-    strided_winograd::StridedWinogradConv conv;
+    winograd::WinogradConv conv;
     conv.channels_last = x.dim() == 4;
     conv.bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
     conv.in_channels = w.in_channels;
@@ -537,39 +575,68 @@ private:
   bool stridedWinogradChosen(ProcessedNode& p, const ConvKey& key, const at::Tensor& x) const {
     auto& chosen = p.state<OneDnnConvState>().strided_winograd_faster;
     if (!chosen || !(chosen->first == key)) {
-      chosen.emplace(key, stridedWinogradFaster(*weight_, key, epilogue_, stridedWinogradShape(x)));
+      chosen.emplace(key, stridedWinogradFaster(*weight_, key, epilogue_, winogradShape(x)));
     }
     return chosen->second;
   }
 
   // The convolution in the stride-2 Winograd loop (strided_winograd_, pointwise_activation_ set;
-  // x and the output blocked, or both channels last): the batch's rows of output tiles split over
-  // `threads` of the runtime's workers, each part with its own scratch.
+  // x and the output blocked, or both channels last).
   void runStridedWinograd(ProcessedNode& p, const at::Tensor& x,
                           const std::vector<int64_t>& out_sizes, const at::Tensor* residual,
                           int threads) const {
-    strided_winograd::StridedWinogradConv conv = stridedWinogradShape(x);
+    strided_winograd::StridedWinogradConv conv = winogradShape(x);
     conv.weight = stridedWinogradWeight(*weight_);
+    runInTiles(p, x, out_sizes, residual, threads, conv, strided_winograd::tileRows(conv),
+               strided_winograd::scratchFloats(conv), strided_winograd::runStridedWinograd);
+  }
+
+  // Whether the stride-1 Winograd loop runs x's shape (winogradLoopFaster), asked once for each
+  // shape in a row this runtime meets.
+  bool winogradLoopChosen(ProcessedNode& p, const ConvKey& key, const at::Tensor& x) const {
+    auto& chosen = p.state<OneDnnConvState>().winograd_loop_faster;
+    if (!chosen || !(chosen->first == key)) {
+      chosen.emplace(key, winogradLoopFaster(*weight_, key, epilogue_, winogradShape(x)));
+    }
+    return chosen->second;
+  }
+
+  // The convolution in the stride-1 Winograd loop (winograd_loop_, pointwise_activation_ set; x
+  // and the output blocked, or both channels last).
+  void runWinogradLoop(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
+                       const at::Tensor* residual, int threads) const {
+    winograd::WinogradConv conv = winogradShape(x);
+    conv.weight = winogradLoopWeight(*weight_);
+    runInTiles(p, x, out_sizes, residual, threads, conv, winograd::tiles(conv),
+               winograd::scratchFloats(conv), winograd::runWinograd);
+  }
+
+  // A convolution in one of the Winograd loops, whose image description `conv` (all but its
+  // tensors) `run` computes by ranges of an image's `units` (rows of output tiles at stride 2,
+  // tiles at stride 1): the batch's units split over `threads` of the runtime's workers, each part
+  // with its own scratch of `part_floats`.
+  template <typename Run>
+  void runInTiles(ProcessedNode& p, const at::Tensor& x, const std::vector<int64_t>& out_sizes,
+                  const at::Tensor* residual, int threads, const winograd::WinogradConv& conv,
+                  int64_t units, int64_t part_floats, Run run) const {
     at::Tensor& out = conv.channels_last
                           ? outputChannelsLast(p, out_sizes, at::MemoryFormat::ChannelsLast)
                           : contiguousOutput(p, 0, out_sizes, x.options());
-    const int64_t tile_rows = strided_winograd::tileRows(conv);
-    const int64_t parts = std::min<int64_t>(x.size(0) * tile_rows, threads);
-    const int64_t part_floats = strided_winograd::scratchFloats(conv);
+    const int64_t parts = std::min<int64_t>(x.size(0) * units, threads);
     auto* scratch =
         static_cast<float*>(p.scratch(static_cast<size_t>(parts * part_floats) * sizeof(float)));
     const int64_t src_image = x.numel() / x.size(0);
     const int64_t out_image = out.numel() / x.size(0);
-    forEachPartOfImageRows(
-        parts > 1 ? p.workers() : nullptr, x.size(0), tile_rows, parts,
-        [&](int64_t part, int64_t n, int64_t first_row, int64_t last_row) {
-          strided_winograd::StridedWinogradConv image = conv;
-          image.src = x.data_ptr<float>() + n * src_image;
-          image.out = out.data_ptr<float>() + n * out_image;
-          image.residual = residual != nullptr ? residual->data_ptr<float>() + n * out_image : nullptr;
-          strided_winograd::runStridedWinograd(image, scratch + part * part_floats, first_row,
-                                               last_row);
-        });
+    forEachPartOfImageRows(parts > 1 ? p.workers() : nullptr, x.size(0), units, parts,
+                           [&](int64_t part, int64_t n, int64_t first_row, int64_t last_row) {
+                             winograd::WinogradConv image = conv;
+                             image.src = x.data_ptr<float>() + n * src_image;
+                             image.out = out.data_ptr<float>() + n * out_image;
+                             image.residual = residual != nullptr
+                                                  ? residual->data_ptr<float>() + n * out_image
+                                                  : nullptr;
+                             run(image, scratch + part * part_floats, first_row, last_row);
+                           });
     if (trailing_) {
       applyTrailing(*trailing_, out.data_ptr<float>(), out.numel());
     }
@@ -716,6 +783,7 @@ private:
   std::optional<int64_t> pointwise_weight_block_stride_;
   bool depthwise_in_place_ = false;
   bool strided_winograd_ = false; // stridedWinogradRuns
+  bool winograd_loop_ = false;    // winogradLoopRuns
   bool stem_conv_ = false;        // stemConvApplies
   std::optional<pointwise::PointwiseActivation> pointwise_activation_;
   // The weight's output channels per block where small images run on the blocked GEMM

@@ -22,6 +22,7 @@
 #include "ops/conv/onednn_conv.h"
 #include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
+#include "ops/conv/winograd.h"
 #include "ops/core/processed_node.h"
 
 namespace srt::ops {
@@ -100,6 +101,11 @@ struct SharedLayouts {
   // Per input shape, whether that loop measured faster than oneDNN's kernel
   // (stridedWinogradFaster).
   std::vector<std::pair<ConvKey, bool>> strided_winograd_faster;
+  // The weight transformed for our stride-1 Winograd loop (winogradLoopWeight), once a shape ran
+  // it, and per input shape whether that loop measured faster than oneDNN's kernel
+  // (winogradLoopFaster).
+  at::Tensor winograd_loop;
+  std::vector<std::pair<ConvKey, bool>> winograd_loop_faster;
   // The weight packed for our stem loop (stemConvWeight), once a shape ran it, and per input
   // shape whether that loop measured faster than oneDNN's kernel (stemConvFaster).
   at::Tensor stem_conv;
@@ -221,6 +227,8 @@ struct OneDnnConvState final : NodeState {
   dnnl::stream stream;
   // stridedWinogradFaster's answer for the last shape this runtime asked it of.
   std::optional<std::pair<ConvKey, bool>> strided_winograd_faster;
+  // winogradLoopFaster's, likewise.
+  std::optional<std::pair<ConvKey, bool>> winograd_loop_faster;
   // stemConvFaster's, likewise.
   std::optional<std::pair<ConvKey, bool>> stem_conv_faster;
 };
@@ -291,6 +299,9 @@ const OneDnnConvWeight& directForm(const OneDnnConvWeight& w, bool blocked_activ
 // The weight transformed for ops/conv/strided_winograd.h's loop (a stride-2, padding-1 3x3 float32
 // direct weight): made once for every runtime, the first time a shape runs the loop.
 const float* stridedWinogradWeight(const OneDnnConvWeight& w);
+// The weight transformed for ops/conv/winograd.h's loop (a stride-1, padding-1 3x3 float32 weight,
+// direct or oneDNN's Winograd): made once for every runtime, the first time a shape runs the loop.
+const float* winogradLoopWeight(const OneDnnConvWeight& w);
 // The weight packed for ops/conv/stem_conv.h's loop (a 3x3 float32 direct weight of few input
 // channels): made once for every runtime, the first time a shape runs the loop.
 const float* stemConvWeight(const OneDnnConvWeight& w);
@@ -349,6 +360,10 @@ ActivationLayout chooseLayout(const OneDnnConvWeight& w, const ConvKey& key,
 bool stridedWinogradFaster(const OneDnnConvWeight& w, const ConvKey& key,
                            const ConvEpilogue& epilogue,
                            const strided_winograd::StridedWinogradConv& conv);
+// Whether ops/conv/winograd.h's loop runs `w`'s convolution of `key`'s input faster than
+// oneDNN's kernel, likewise.
+bool winogradLoopFaster(const OneDnnConvWeight& w, const ConvKey& key, const ConvEpilogue& epilogue,
+                        const winograd::WinogradConv& conv);
 // Whether ops/conv/stem_conv.h's loop runs `w`'s convolution of `key`'s input faster than
 // oneDNN's kernel, likewise.
 bool stemConvFaster(const OneDnnConvWeight& w, const ConvKey& key, const ConvEpilogue& epilogue,

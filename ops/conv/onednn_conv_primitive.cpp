@@ -746,31 +746,33 @@ std::optional<double> timeLayout(const OneDnnConvWeight& w, const ConvKey& key,
   }
 }
 
-// Seconds ops/conv/strided_winograd.h's loop takes for `shape` on each of `batch` images of
-// zeros, adding a residual of zeros where `with_residual` (bestSeconds of `runs`).
-double timeStridedWinograd(const strided_winograd::StridedWinogradConv& shape, int64_t batch,
-                           bool with_residual, int runs) {
+// Seconds a Winograd loop takes for `shape` on each of `batch` images of zeros, adding a residual
+// of zeros where `with_residual` (bestSeconds of `runs`): `run` (runWinograd or
+// runStridedWinograd) over all of an image's `units` (tiles, or rows of them) with
+// `scratch_floats`, into outputs of `out_pixels`.
+using WinogradRun = void (*)(const winograd::WinogradConv& conv, float* scratch, int64_t first,
+                             int64_t last);
+double timeWinogradLoop(const winograd::WinogradConv& shape, int64_t out_pixels, int64_t units,
+                        int64_t scratch_floats, WinogradRun run, int64_t batch, bool with_residual,
+                        int runs) {
   constexpr int64_t kBlock = 16;
   const auto padded = [&](int64_t channels) {
     return shape.channels_last ? channels : (channels + kBlock - 1) / kBlock * kBlock;
   };
-  const int64_t out_pixels =
-      strided_winograd::outputSize(shape.height) * strided_winograd::outputSize(shape.width);
   const int64_t src_image = padded(shape.in_channels) * shape.height * shape.width;
   const int64_t out_image = padded(shape.out_channels) * out_pixels;
   const auto floats = [](int64_t count) { return at::zeros({count}, at::kFloat); };
   at::Tensor src = floats(batch * src_image);
   at::Tensor out = floats(batch * out_image);
   at::Tensor residual = with_residual ? floats(batch * out_image) : at::Tensor();
-  at::Tensor scratch = floats(strided_winograd::scratchFloats(shape));
-  const int64_t tile_rows = strided_winograd::tileRows(shape);
+  at::Tensor scratch = floats(scratch_floats);
   return bestSeconds(runs, [&] {
-    strided_winograd::StridedWinogradConv image = shape;
+    winograd::WinogradConv image = shape;
     for (int64_t n = 0; n < batch; ++n) {
       image.src = src.data_ptr<float>() + n * src_image;
       image.out = out.data_ptr<float>() + n * out_image;
       image.residual = residual.defined() ? residual.data_ptr<float>() + n * out_image : nullptr;
-      strided_winograd::runStridedWinograd(image, scratch.data_ptr<float>(), 0, tile_rows);
+      run(image, scratch.data_ptr<float>(), 0, units);
     }
   });
 }
@@ -892,7 +894,25 @@ bool stridedWinogradFaster(const OneDnnConvWeight& w, const ConvKey& key,
   return loopFaster(w, w.shared.strided_winograd_faster, key, epilogue, [&] {
     strided_winograd::StridedWinogradConv shape = conv;
     shape.weight = stridedWinogradWeight(w);
-    return timeStridedWinograd(shape, key.batch, epilogue.has_residual, kLoopRuns);
+    return timeWinogradLoop(
+        shape,
+        strided_winograd::outputSize(shape.height) * strided_winograd::outputSize(shape.width),
+        strided_winograd::tileRows(shape), strided_winograd::scratchFloats(shape),
+        strided_winograd::runStridedWinograd, key.batch, epilogue.has_residual, kLoopRuns);
+  });
+}
+
+// Whether ops/conv/winograd.h's loop runs `w`'s convolution of `key`'s input faster than oneDNN's
+// kernel (its Winograd, or direct where Winograd does not pay): timed once per weight and shape
+// like stridedWinogradFaster.
+bool winogradLoopFaster(const OneDnnConvWeight& w, const ConvKey& key, const ConvEpilogue& epilogue,
+                        const winograd::WinogradConv& conv) {
+  return loopFaster(w, w.shared.winograd_loop_faster, key, epilogue, [&] {
+    winograd::WinogradConv shape = conv;
+    shape.weight = winogradLoopWeight(w);
+    return timeWinogradLoop(shape, shape.height * shape.width, winograd::tiles(shape),
+                            winograd::scratchFloats(shape), winograd::runWinograd, key.batch,
+                            epilogue.has_residual, kLoopRuns);
   });
 }
 

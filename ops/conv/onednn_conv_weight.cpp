@@ -12,6 +12,7 @@
 
 #include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
+#include "ops/conv/winograd.h"
 #include "ops/core/onednn_engine.h"
 #include "ops/gemm/threads.h"
 
@@ -298,6 +299,19 @@ const float* stridedWinogradWeight(const OneDnnConvWeight& w) {
                      plain.options());
     strided_winograd::transformWeight(plain.data_ptr<float>(), w.out_channels, w.in_channels,
                                       form.data_ptr<float>());
+  }
+  return form.data_ptr<float>();
+}
+
+const float* winogradLoopWeight(const OneDnnConvWeight& w) {
+  std::lock_guard<std::mutex> lock(w.shared.mutex);
+  at::Tensor& form = w.shared.winograd_loop;
+  if (!form.defined()) {
+    const at::Tensor plain = plainWeight(w).contiguous();
+    form = at::empty({winograd::transformedWeightFloats(w.in_channels, w.out_channels)},
+                     plain.options());
+    winograd::transformWeight(plain.data_ptr<float>(), w.out_channels, w.in_channels,
+                              form.data_ptr<float>());
   }
   return form.data_ptr<float>();
 }

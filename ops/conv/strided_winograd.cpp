@@ -38,7 +38,7 @@ int64_t bandRows(const StridedWinogradConv& conv) {
   const int64_t tiles_per_row = (outputSize(conv.width) + kTile - 1) / kTile;
   const int64_t row_floats =
       kRowsPerTile * tiles_per_row * (roundUp(conv.in_channels) + roundUp(conv.out_channels));
-  return std::clamp<int64_t>(kBandFloats / row_floats, 1, tileRows(conv));
+  return std::clamp<int64_t>(kBandFloats / row_floats, 1, strided_winograd::tileRows(conv));
 }
 
 } // namespace

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "ops/conv/pointwise_blocked.h"
+#include "ops/conv/winograd.h"
 
 namespace srt::ops::strided_winograd {
 
@@ -34,24 +34,10 @@ int64_t transformedWeightFloats(int64_t in_channels, int64_t out_channels);
 // (transformedWeightFloats of it; padding channels zero).
 void transformWeight(const float* weight, int64_t out_channels, int64_t in_channels, float* out);
 
-// One image's convolution: src [ceil(in / 16)][height][width][16]; out [ceil(out / 16)][out_height]
-// [out_width][16] = activation(conv + bias + residual), residual like out or nullptr, bias
-// [out_channels] or nullptr. Padding lanes of src must be finite (they meet zero weights); those
-// of out come out the activation of the residual's plus zero. With channels_last, src is
-// [height][width][in], out and residual [out_height][out_width][out] instead.
-struct StridedWinogradConv {
-  bool channels_last = false;
-  const float* src = nullptr;
-  const float* weight = nullptr; // transformWeight's
-  const float* bias = nullptr;
-  const float* residual = nullptr;
-  float* out = nullptr;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  pointwise::PointwiseActivation activation;
-};
+// One image's convolution, described as the stride-1 loop's (ops/conv/winograd.h), but for its
+// output: out and residual [ceil(out / 16)][out_height][out_width][16] (outputSize), or with
+// channels_last [out_height][out_width][out]; weight transformWeight's.
+using StridedWinogradConv = winograd::WinogradConv;
 
 // A stride-2, padding-1 3x3 convolution's output size for an input size.
 inline int64_t outputSize(int64_t size) {

@@ -10,6 +10,7 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include "ops/conv/cpu/blocked_activation.h"
+#include "ops/conv/cpu/winograd_tiles.h"
 #include "ops/conv/strided_winograd.h"
 #include "ops/elementwise/cpu/partial_vectors.h"
 
@@ -87,13 +88,6 @@ struct Band {
   float* products; // matrix g: [out_blocks][rows][16] at products + firstRow(g) * out_blocks * 16
 };
 
-// Lanes of a block that hold channels: all of a blocked tensor's (its padding lanes are finite),
-// a channels-last one's up to its channel count.
-__mmask16 laneMask(bool channels_last, int64_t channels, int64_t block) {
-  const int64_t lanes = channels_last ? std::min(kBlock, channels - block * kBlock) : kBlock;
-  return static_cast<__mmask16>((1u << lanes) - 1u);
-}
-
 // Tile t's transformed inputs, input block cb; kInside: its whole input window is inside the
 // image (no bounds to check).
 template <bool kInside> void transformTile(const Band& band, int64_t t, int64_t cb) {
@@ -109,7 +103,7 @@ template <bool kInside> void transformTile(const Band& band, int64_t t, int64_t 
   const float* window = conv.src +
                         cb * (conv.channels_last ? kBlock : conv.height * conv.width * kBlock) +
                         row0 * row_stride + column0 * pixel_stride;
-  const __mmask16 mask = laneMask(conv.channels_last, conv.in_channels, cb);
+  const __mmask16 mask = winograd_tiles::laneMask(conv.channels_last, conv.in_channels, cb);
   auto load = [&](int u, int v) {
     if (!kInside &&
         (row0 + u < 0 || row0 + u >= conv.height || column0 + v < 0 || column0 + v >= conv.width)) {
@@ -178,75 +172,6 @@ template <bool kInside> void transformTile(const Band& band, int64_t t, int64_t 
   }
 }
 
-// Rows [row, row + R) of a matrix's product with output blocks [ob, ob + NB) of its weight. Raw
-// vectors, not Vectorized<float>: GCC kept an array of those on the stack, copied in and out around
-// the loop, which with 16 input channels cost a third of the products' time.
-template <int R, int NB>
-void multiplyTile(const float* inputs, int64_t in_padded, int64_t in_channels, const float* weight,
-                  float* products, int64_t rows) {
-  __m512 acc[R][NB];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) {
-      acc[r][j] = _mm512_setzero_ps();
-    }
-  }
-  const int64_t weight_block = in_padded * kBlock;
-  for (int64_t c = 0; c < in_channels; ++c) {
-    __m512 w[NB];
-#pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) {
-      w[j] = _mm512_loadu_ps(weight + j * weight_block + c * kBlock);
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(inputs[r * in_padded + c]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) {
-        acc[r][j] = _mm512_fmadd_ps(x, w[j], acc[r][j]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < NB; ++j) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      _mm512_storeu_ps(products + (j * rows + r) * kBlock, acc[r][j]);
-    }
-  }
-}
-
-// Accumulator rows by output blocks: 6 x 4, 8 x 3, 12 x 2 and 12 x 1 of AVX-512's 32 registers,
-// beside the weight's vectors and a broadcast.
-constexpr int maxRows(int blocks) {
-  return blocks == 4 ? 6 : blocks == 3 ? 8 : 12;
-}
-
-template <int NB, int... Rows>
-void multiplyRows(int64_t count, const float* inputs, int64_t in_padded, int64_t in_channels,
-                  const float* weight, float* products, int64_t rows,
-                  std::integer_sequence<int, Rows...>) {
-  // The one instantiation whose R is `count` (1 ... maxRows(NB)).
-  ((count == Rows + 1
-        ? multiplyTile<Rows + 1, NB>(inputs, in_padded, in_channels, weight, products, rows)
-        : void()),
-   ...);
-}
-
-template <int NB>
-void multiplyBlocks(const float* inputs, int64_t in_padded, int64_t in_channels,
-                    const float* weight, float* products, int64_t rows) {
-  constexpr int kRows = maxRows(NB);
-  const int64_t parts = (rows + kRows - 1) / kRows;
-  for (int64_t part = 0; part < parts; ++part) {
-    const int64_t begin = rows * part / parts;
-    const int64_t end = rows * (part + 1) / parts;
-    multiplyRows<NB>(end - begin, inputs + begin * in_padded, in_padded, in_channels, weight,
-                     products + begin * kBlock, rows, std::make_integer_sequence<int, kRows>());
-  }
-}
-
 // Matrix g's products for the band: its transformed inputs times its transformed weight.
 void multiply(const Band& band, int64_t g) {
   const StridedWinogradConv& conv = *band.conv;
@@ -256,31 +181,14 @@ void multiply(const Band& band, int64_t g) {
   const int64_t weight_block = band.in_padded * kBlock;
   const float* weight = conv.weight + g * band.out_blocks * weight_block;
   float* products = band.products + first * band.out_blocks * kBlock;
-  for (int64_t ob = 0; ob < band.out_blocks; ob += 4) {
-    const float* w = weight + ob * weight_block;
-    float* out = products + ob * rows * kBlock;
-    switch (std::min<int64_t>(4, band.out_blocks - ob)) {
-    case 4:
-      multiplyBlocks<4>(inputs, band.in_padded, conv.in_channels, w, out, rows);
-      break;
-    case 3:
-      multiplyBlocks<3>(inputs, band.in_padded, conv.in_channels, w, out, rows);
-      break;
-    case 2:
-      multiplyBlocks<2>(inputs, band.in_padded, conv.in_channels, w, out, rows);
-      break;
-    default:
-      multiplyBlocks<1>(inputs, band.in_padded, conv.in_channels, w, out, rows);
-      break;
-    }
-  }
+  winograd_tiles::multiplyMatrix(inputs, band.in_padded, conv.in_channels, weight, band.out_blocks,
+                                 products, rows);
 }
 
 // Tile t's outputs of output block ob from the band's products, with the epilogue.
 void finishTile(const Band& band, int64_t t, int64_t ob) {
   const StridedWinogradConv& conv = *band.conv;
   // Matrix g's products are [out_blocks][rows][16]; this tile's of block ob:
-  const int64_t block = ob * kBlock;
   const float* two_by_two = band.products + (ob * band.tiles + t) * kBlock; // + g * tiles * out
   const int64_t two_by_two_matrix = band.tiles * band.out_blocks * kBlock;
   const float* two_by_one =
@@ -333,29 +241,8 @@ void finishTile(const Band& band, int64_t t, int64_t ob) {
           y[i][j], _mm512_add_ps(row[j], _mm512_loadu_ps(centre + (i * 4 + j) * kBlock)));
     }
   }
-  const __m512 bias = conv.bias != nullptr && block < conv.out_channels
-                          ? vec::loadUpTo(conv.bias + block, conv.out_channels - block)
-                          : Vec(0.f);
-  const int64_t th = band.first_tile_row + t / band.tiles_per_row;
-  const int64_t tw = t % band.tiles_per_row;
-  // Channels last, the last block's lanes past the channels are neither read nor written.
-  const int64_t pixel_stride = conv.channels_last ? conv.out_channels : kBlock;
-  const int64_t first = conv.channels_last ? block : block * band.out_height * band.out_width;
-  const __mmask16 mask = laneMask(conv.channels_last, conv.out_channels, ob);
-  const pointwise::PointwiseActivation activation = conv.activation;
-  const int rows_inside = static_cast<int>(std::min<int64_t>(4, band.out_height - th * kTile));
-  const int columns_inside = static_cast<int>(std::min<int64_t>(4, band.out_width - tw * kTile));
-  for (int i = 0; i < rows_inside; ++i) {
-    const int64_t at = first + ((th * kTile + i) * band.out_width + tw * kTile) * pixel_stride;
-    for (int j = 0; j < columns_inside; ++j) {
-      Vec value = _mm512_add_ps(y[i][j], bias);
-      if (conv.residual != nullptr) {
-        value += Vec(_mm512_maskz_loadu_ps(mask, conv.residual + at + j * pixel_stride));
-      }
-      _mm512_mask_storeu_ps(conv.out + at + j * pixel_stride, mask,
-                            pointwise::activate(value, activation));
-    }
-  }
+  winograd_tiles::storeTile(conv, y, ob, band.first_tile_row + t / band.tiles_per_row,
+                            t % band.tiles_per_row, band.out_height, band.out_width);
 }
 
 } // namespace

@@ -23,23 +23,27 @@
 namespace srt::testing {
 namespace {
 
-// Winograd's: a conv + bias + relu; a residual block's conv + add + relu; 64 -> 128 channels
+// Channels of the layers these tests run on oneDNN's Winograd: more than ops/conv/winograd.h's
+// loop takes (64 x 64 channel pairs), which would run the layers it times faster instead.
+constexpr int64_t kChannels = 80;
+
+// Winograd's: a conv + bias + relu; a residual block's conv + add + relu; 80 -> 128 channels
 // without epilogue; a weight two convolutions share; one without padding; hardswish (no Winograd
-// post-op: run after the primitive); 64 -> 192 with SiLU after (run after the primitive; a fused
+// post-op: run after the primitive); 80 -> 192 with SiLU after (run after the primitive; a fused
 // MBConv expansion, whose weight is no larger than a 128 -> 128 one's). Not: 16 output channels,
 // stride 2.
 torch::jit::Module winogradModule() {
   torch::jit::Module module("WinogradModule");
-  module.register_parameter("first", convWeight(64, 64, 3), false);
-  module.register_parameter("first_bias", torch::randn({64}) * 0.1, false);
-  module.register_parameter("second", convWeight(64, 64, 3), false);
-  module.register_parameter("widen", convWeight(128, 64, 3), false);
+  module.register_parameter("first", convWeight(kChannels, kChannels, 3), false);
+  module.register_parameter("first_bias", torch::randn({kChannels}) * 0.1, false);
+  module.register_parameter("second", convWeight(kChannels, kChannels, 3), false);
+  module.register_parameter("widen", convWeight(128, kChannels, 3), false);
   module.register_parameter("shared", convWeight(128, 128, 3), false);
-  module.register_parameter("unpadded", convWeight(64, 64, 3), false);
-  module.register_parameter("hardswish", convWeight(64, 64, 3), false);
-  module.register_parameter("narrow", convWeight(16, 64, 3), false);
-  module.register_parameter("expand", convWeight(192, 64, 3), false);
-  module.register_parameter("strided", convWeight(64, 64, 3), false);
+  module.register_parameter("unpadded", convWeight(kChannels, kChannels, 3), false);
+  module.register_parameter("hardswish", convWeight(kChannels, kChannels, 3), false);
+  module.register_parameter("narrow", convWeight(16, kChannels, 3), false);
+  module.register_parameter("expand", convWeight(192, kChannels, 3), false);
+  module.register_parameter("strided", convWeight(kChannels, kChannels, 3), false);
   module.define(R"JIT(
 def forward(self, x):
     a = torch.relu(torch.conv2d(x, self.first, self.first_bias, 1, 1))
@@ -136,15 +140,15 @@ TEST(ConvWinograd, DisabledPassesSwitchItOff) {
 // batches (one image at a time, each with its residual: oneDNN's Winograd for a batch reads
 // another weight layout), and a strided input (the reference path).
 TEST(ConvWinograd, KernelsMatchJit) {
-  const at::Tensor wide = torch::randn({1, 64, 10, 18});
+  const at::Tensor wide = torch::randn({1, kChannels, 10, 18});
   expectMatchesJit(
       winogradModule(),
-      {{{torch::randn({1, 64, 32, 32})}, {}},
-       {{torch::randn({1, 64, 56, 48}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
-       {{torch::randn({1, 64, 12, 12})}, {}},
-       {{torch::randn({2, 64, 9, 13}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
-       {{torch::randn({3, 64, 28, 20})}, {}},
-       {{torch::randn({8, 64, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+      {{{torch::randn({1, kChannels, 32, 32})}, {}},
+       {{torch::randn({1, kChannels, 56, 48}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+       {{torch::randn({1, kChannels, 12, 12})}, {}},
+       {{torch::randn({2, kChannels, 9, 13}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
+       {{torch::randn({3, kChannels, 28, 20})}, {}},
+       {{torch::randn({8, kChannels, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast)}, {}},
        {{wide.slice(3, 0, 18, 2)}, {}}},
       {}, 1e-4);
 }
@@ -159,7 +163,7 @@ TEST(ConvWinograd, ImagesSplitOverOwnWorkersMatchJit) {
   options.workers = IntraOpWorkers::kOwn;
   std::vector<at::Tensor> inputs;
   for (const int64_t batch : {3, 8, 1, 3}) {
-    inputs.push_back(torch::randn({batch, 64, 14, 18}));
+    inputs.push_back(torch::randn({batch, kChannels, 14, 18}));
   }
   expectRuntimeMatchesJit(winogradModule(), inputs, {}, options, 1e-4);
 }
@@ -176,25 +180,27 @@ std::string winogradLineOf(const std::string& log, const std::string& shape) {
 
 // One image on the runtime's own workers splits by blocks of output channels, each piece a
 // Winograd convolution of its own weight slice (128 -> 64 of the shared 128-channel weight, in
-// oneDNN's log) reading the whole input, its residual slice added; two shapes, twice each. A
-// 64-channel layer stays whole: pieces of 32 channels would each transform the whole input.
+// oneDNN's log) reading the whole input, its residual slice added; two shapes, twice each. An
+// 80-channel layer stays whole: pieces of 32 or 48 channels would each transform the whole input.
 TEST(ConvWinograd, OneImageSplitsByOutputChannelsOverOwnWorkers) {
   SKIP_WITHOUT_WINOGRAD();
   torch::jit::Module module = winogradModule();
   RuntimeOptions options;
   options.intra_op_threads = 2;
   options.workers = IntraOpWorkers::kOwn;
-  expectRuntimeMatchesJit(module, {torch::randn({1, 64, 28, 28}), torch::randn({1, 64, 13, 17})},
-                          {}, options, 1e-4);
+  expectRuntimeMatchesJit(
+      module, {torch::randn({1, kChannels, 28, 28}), torch::randn({1, kChannels, 13, 17})}, {},
+      options, 1e-4);
   StaticModule built(module);
   StaticRuntime runtime(built, options);
-  const at::Tensor x = torch::randn({1, 64, 28, 28});
+  const at::Tensor x = torch::randn({1, kChannels, 28, 28});
   const std::string log = steadyStateLog(runtime, {x});
   EXPECT_NE(log.find("ic128oc64_ih28"), std::string::npos) << log;
   EXPECT_NE(log.find("wino"), std::string::npos) << log;
-  EXPECT_NE(winogradLineOf(log, "ic64oc64_ih28oh28kh3sh1dh0ph1").find("wino"), std::string::npos)
+  EXPECT_NE(winogradLineOf(log, "ic80oc80_ih28oh28kh3sh1dh0ph1").find("wino"), std::string::npos)
       << log;
-  EXPECT_EQ(log.find("ic64oc32_ih28oh28kh3sh1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("ic80oc32_ih28oh28kh3sh1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("ic80oc48_ih28oh28kh3sh1"), std::string::npos) << log;
 }
 
 // The module on one thread, two OpenMP threads and two of the runtime's own workers, each input
@@ -214,11 +220,11 @@ void expectEveryThreadingMatchesJit(const torch::jit::Module& module,
 }
 
 // oneDNN's Winograd picks its weight layout by the thread count its primitive is created with
-// (64 -> 128 channels: output blocks paired on two threads, not on one). Single images of
+// (80 -> 128 channels: output blocks paired on two threads, not on one). Single images of
 // several sizes at 1 and 2 threads, on OpenMP's threads and the runtime's own, whatever the
 // thread count the module was built on: each large enough for Winograd (28x28, 30x30) runs it on
 // the one-thread layout or, on more OpenMP threads, in the layout oneDNN picks for them (the
-// weight read back and packed again, which threw there before), the 64 -> 128 layer at 28x28
+// weight read back and packed again, which threw there before), the 80 -> 128 layer at 28x28
 // too; the smaller ones run direct (winogradPays).
 TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   SKIP_WITHOUT_WINOGRAD();
@@ -226,7 +232,7 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   std::vector<at::Tensor> inputs;
   for (const auto& [height, width] :
        std::vector<std::pair<int64_t, int64_t>>{{28, 28}, {13, 17}, {7, 7}, {30, 30}}) {
-    inputs.push_back(torch::randn({1, 64, height, width}));
+    inputs.push_back(torch::randn({1, kChannels, height, width}));
   }
   expectEveryThreadingMatchesJit(module, inputs);
   StaticModule built(module);
@@ -235,7 +241,7 @@ TEST(ConvWinograd, EveryThreadCountAndWorkerKindMatchesJit) {
   options.workers = IntraOpWorkers::kOpenMp;
   StaticRuntime runtime(built, options);
   const std::string log = steadyStateLog(runtime, {inputs[0]});
-  EXPECT_NE(winogradLineOf(log, "ic64oc128_ih28").find("wino"), std::string::npos) << log;
+  EXPECT_NE(winogradLineOf(log, "ic80oc128_ih28").find("wino"), std::string::npos) << log;
 }
 
 // Activations oneDNN's Winograd has no post-op for (leaky_relu, ReLU6's clamp, tanh, gelu,
@@ -247,7 +253,7 @@ TEST(ConvWinograd, ActivationsWithoutAWinogradPostOpRunAfterIt) {
   SKIP_WITHOUT_WINOGRAD();
   torch::jit::Module module("Activations");
   for (const char* name : {"a", "b", "c", "d", "e", "f"}) {
-    module.register_parameter(name, convWeight(64, 64, 3), false);
+    module.register_parameter(name, convWeight(kChannels, kChannels, 3), false);
   }
   module.define(R"JIT(
 def forward(self, x):
@@ -264,8 +270,8 @@ def forward(self, x):
   const PackedConvs convs = packedConvs(built.graph());
   EXPECT_EQ(convs.winograd_nodes, 6u) << built.graph();
   EXPECT_EQ(convs.direct_nodes, 0u) << built.graph();
-  const std::vector<at::Tensor> inputs{torch::randn({1, 64, 28, 28}),
-                                       torch::randn({2, 64, 13, 17})};
+  const std::vector<at::Tensor> inputs{torch::randn({1, kChannels, 28, 28}),
+                                       torch::randn({2, kChannels, 13, 17})};
   expectEveryThreadingMatchesJit(module, inputs);
   StaticRuntime runtime(built);
   const std::string log = steadyStateLog(runtime, {inputs[0]});
@@ -316,9 +322,9 @@ TEST(ConvWinograd, SmallImagesRunDirectOnACopyOfTheWeight) {
   SKIP_WITHOUT_WINOGRAD();
   torch::jit::Module module("SmallImages");
   for (const char* name : {"a", "b", "c", "alone"}) {
-    module.register_parameter(name, convWeight(64, 64, 3), false);
+    module.register_parameter(name, convWeight(kChannels, kChannels, 3), false);
   }
-  module.register_parameter("a_bias", torch::randn({64}) * 0.1, false);
+  module.register_parameter("a_bias", torch::randn({kChannels}) * 0.1, false);
   module.define(R"JIT(
 def forward(self, x):
     a = torch.relu(torch.conv2d(x, self.a, self.a_bias, 1, 1))
@@ -329,9 +335,9 @@ def forward(self, x):
   module.eval();
   StaticModule built(module);
   EXPECT_EQ(packedConvs(built.graph()).winograd_nodes, 4u) << built.graph();
-  expectEveryThreadingMatchesJit(module,
-                                 {torch::randn({1, 64, 13, 13}), torch::randn({1, 64, 28, 28}),
-                                  torch::randn({4, 64, 13, 13}), torch::randn({1, 64, 13, 13})});
+  expectEveryThreadingMatchesJit(
+      module, {torch::randn({1, kChannels, 13, 13}), torch::randn({1, kChannels, 28, 28}),
+               torch::randn({4, kChannels, 13, 13}), torch::randn({1, kChannels, 13, 13})});
   StaticRuntime runtime(built);
   const auto algorithm_at = [&](const at::Tensor& x, const std::string& shape) {
     const std::string log = steadyStateLog(runtime, {x});
@@ -339,9 +345,9 @@ def forward(self, x):
     EXPECT_FALSE(line.empty()) << log;
     return line.find("wino") != std::string::npos ? "winograd" : "direct";
   };
-  EXPECT_STREQ(algorithm_at(torch::randn({1, 64, 13, 13}), "ic64oc64_ih13"), "direct");
-  EXPECT_STREQ(algorithm_at(torch::randn({1, 64, 28, 28}), "ic64oc64_ih28"), "winograd");
-  EXPECT_STREQ(algorithm_at(torch::randn({4, 64, 13, 13}), "ic64oc64_ih13"), "winograd");
+  EXPECT_STREQ(algorithm_at(torch::randn({1, kChannels, 13, 13}), "ic80oc80_ih13"), "direct");
+  EXPECT_STREQ(algorithm_at(torch::randn({1, kChannels, 28, 28}), "ic80oc80_ih28"), "winograd");
+  EXPECT_STREQ(algorithm_at(torch::randn({4, kChannels, 13, 13}), "ic80oc80_ih13"), "winograd");
 }
 
 // The JIT runs srt::packed_conv2d's reference, on the weight read back out of Winograd's layout.
@@ -350,9 +356,10 @@ TEST(ConvWinograd, JitReferenceReadsTheWinogradWeight) {
   auto graph = passes::prepareModule(winogradModule()).graph;
   passes::fuseConvEpilogues(graph);
   passes::packConvWeights(graph);
-  expectPassPreservesResults(passes::useWinogradConvolutions, graph,
-                             {{torch::randn({1, 64, 8, 8})}, {torch::randn({2, 64, 7, 5})}},
-                             /*expect_changed=*/true, 1e-4);
+  expectPassPreservesResults(
+      passes::useWinogradConvolutions, graph,
+      {{torch::randn({1, kChannels, 8, 8})}, {torch::randn({2, kChannels, 7, 5})}},
+      /*expect_changed=*/true, 1e-4);
 }
 
 TEST(ConvWinograd, UnpackedWeightIsTheOriginal) {

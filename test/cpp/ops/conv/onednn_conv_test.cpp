@@ -15,6 +15,7 @@
 #include "ops/conv/pointwise_blocked.h"
 #include "ops/conv/stem_conv.h"
 #include "ops/conv/strided_winograd.h"
+#include "ops/conv/winograd.h"
 #include "ops/gemm/blocked_gemm.h"
 
 namespace srt::testing {
@@ -160,13 +161,14 @@ def forward(self, x):
 // written over it (Kernel::writes_over_input: the plan gives both one slot), which the sum
 // post-op adds where it is. r below is both: the blocked 1x1 projection's residual (images too
 // large for our pointwise loop; ReLU after the addition), then the last 3x3's (Winograd, whose
-// primitives take the sum only). On one thread and split over the runtime's own workers.
+// primitives take the sum only; 80 channels, more than our own Winograd loop takes, so that
+// oneDNN's runs it). On one thread and split over the runtime's own workers.
 TEST(Conv2dOneDnn, AResidualIsReadInPlaceOrWrittenOver) {
-  const torch::jit::Module module = convModule({{"square", torch::randn({32, 32, 3, 3}) * 0.05},
-                                                {"expand", torch::randn({64, 32, 1, 1}) * 0.2},
+  const torch::jit::Module module = convModule({{"square", torch::randn({80, 80, 3, 3}) * 0.05},
+                                                {"expand", torch::randn({64, 80, 1, 1}) * 0.2},
                                                 {"depthwise", torch::randn({64, 1, 3, 3}) * 0.3},
-                                                {"project", torch::randn({32, 64, 1, 1}) * 0.2},
-                                                {"last", torch::randn({32, 32, 3, 3}) * 0.05}},
+                                                {"project", torch::randn({80, 64, 1, 1}) * 0.2},
+                                                {"last", torch::randn({80, 80, 3, 3}) * 0.05}},
                                                R"JIT(
 def forward(self, x):
     r = torch.relu(torch.conv2d(x, self.square, None, 1, 1))
@@ -175,8 +177,8 @@ def forward(self, x):
     z = torch.relu(torch.conv2d(y, self.project) + r)
     return torch.relu(torch.conv2d(z, self.last, None, 1, 1) + r) + z
 )JIT");
-  const std::vector<at::Tensor> inputs = {torch::randn({2, 32, 32, 32}),
-                                          torch::randn({1, 32, 30, 34})};
+  const std::vector<at::Tensor> inputs = {torch::randn({2, 80, 32, 32}),
+                                          torch::randn({1, 80, 30, 34})};
   expectMatchesJitOnOneThreadAndOwnWorkers(module, inputs);
   StaticModule prepared(module);
   StaticRuntime runtime(prepared, oneThread());
@@ -186,10 +188,10 @@ def forward(self, x):
     const size_t begin = log.rfind('\n', at) + 1;
     return log.substr(begin, log.find('\n', at) - begin);
   };
-  const std::string projection = line(log.find("mb2_ic64oc32_ih32"));
+  const std::string projection = line(log.find("mb2_ic64oc80_ih32"));
   EXPECT_NE(projection.find("binary_add"), std::string::npos) << projection;
   EXPECT_EQ(projection.find("sum"), std::string::npos) << projection;
-  const std::string last = line(log.rfind("ic32oc32_ih32"));
+  const std::string last = line(log.rfind("ic80oc80_ih32"));
   EXPECT_NE(last.find("sum"), std::string::npos) << last;
   // r's slot, then the last convolution's output in it.
   EXPECT_NE(runtime.memoryPlan().find(" > %"), std::string::npos) << runtime.memoryPlan();
@@ -669,15 +671,25 @@ at::Tensor fromBlocked(const at::Tensor& x, int64_t channels) {
       .narrow(1, 0, channels);
 }
 
-// The polyphase Winograd loop (ops/conv/strided_winograd.h) itself, against ATen's convolution:
-// blocked and channels-last images, channels that leave a block partial (20, 40, 24), sizes odd
-// and even, smaller than a tile and not; bias, residual and activations (ReLU, hardswish); whole
-// images and ranges of tile rows. The kernel runs it only where it measured faster than oneDNN's
-// (stridedWinogradFaster), which depends on the CPU, so it is tested here on its own.
-TEST(StridedWinogradLoop, MatchesAtenConvolution) {
-  if (!ops::strided_winograd::stridedWinogradAvailable()) {
-    GTEST_SKIP() << "the loop is built for AVX-512 only";
-  }
+// One of the Winograd loops of 3x3 convolutions, padding 1 (ops/conv/strided_winograd.h at
+// stride 2, ops/conv/winograd.h at stride 1), as its header declares it.
+struct TileLoop {
+  int64_t stride;
+  int64_t (*weight_floats)(int64_t in_channels, int64_t out_channels);
+  void (*transform_weight)(const float* weight, int64_t out_channels, int64_t in_channels,
+                           float* out);
+  int64_t (*scratch_floats)(const ops::winograd::WinogradConv& conv);
+  // Units a range of the image is given in: rows of tiles (stride 2) or tiles (stride 1).
+  int64_t (*units)(const ops::winograd::WinogradConv& conv);
+  void (*run)(const ops::winograd::WinogradConv& conv, float* scratch, int64_t first, int64_t last);
+};
+
+// A Winograd loop itself, against ATen's convolution: blocked and channels-last images, channels
+// that leave a block partial (20, 40, 24), sizes odd and even, smaller than a tile and not; bias,
+// residual and activations (ReLU, hardswish); whole images and ranges of tile rows. The kernel
+// runs a loop only where it measured faster than oneDNN's (stridedWinogradFaster,
+// winogradLoopFaster), which depends on the CPU, so each is tested here on its own.
+void expectTileLoopMatchesAten(const TileLoop& loop) {
   ops::pointwise::PointwiseActivation relu;
   relu.lo = 0.f;
   ops::pointwise::PointwiseActivation hardswish;
@@ -697,15 +709,17 @@ TEST(StridedWinogradLoop, MatchesAtenConvolution) {
                                    {40, 24, 17, 22, false, true, true, &identity},
                                    {20, 24, 9, 13, true, false, true, &hardswish},
                                    {32, 64, 2, 3, false, true, false, &hardswish},
-                                   {24, 20, 16, 16, true, true, true, &relu}};
+                                   {24, 20, 16, 16, true, true, true, &relu},
+                                   {64, 64, 56, 56, false, true, true, &relu}};
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message()
                  << c.in_channels << " -> " << c.out_channels << " at " << c.height << "x"
-                 << c.width << (c.channels_last ? " channels last" : " blocked"));
+                 << c.width << (c.channels_last ? " channels last" : " blocked") << ", stride "
+                 << loop.stride);
     const at::Tensor x = torch::randn({1, c.in_channels, c.height, c.width});
     const at::Tensor weight = torch::randn({c.out_channels, c.in_channels, 3, 3}) * 0.1;
     const at::Tensor bias = c.bias ? torch::randn({c.out_channels}) : at::Tensor();
-    at::Tensor expected = at::conv2d(x, weight, bias, 2, 1);
+    at::Tensor expected = at::conv2d(x, weight, bias, loop.stride, 1);
     const at::Tensor residual = c.residual ? torch::randn_like(expected) : at::Tensor();
     if (c.residual) {
       expected = expected + residual;
@@ -713,17 +727,16 @@ TEST(StridedWinogradLoop, MatchesAtenConvolution) {
     const auto& a = *c.activation;
     const at::Tensor activated = at::clamp(expected + a.shift, a.lo, a.hi) * a.scale;
     expected = a.times_input ? activated * expected : activated;
-    const at::Tensor transformed =
-        at::empty({ops::strided_winograd::transformedWeightFloats(c.in_channels, c.out_channels)});
-    ops::strided_winograd::transformWeight(weight.data_ptr<float>(), c.out_channels, c.in_channels,
-                                           transformed.data_ptr<float>());
+    const at::Tensor transformed = at::empty({loop.weight_floats(c.in_channels, c.out_channels)});
+    loop.transform_weight(weight.data_ptr<float>(), c.out_channels, c.in_channels,
+                          transformed.data_ptr<float>());
     const auto layout = [&](const at::Tensor& t) {
       return c.channels_last ? t.contiguous(at::MemoryFormat::ChannelsLast) : toBlocked(t);
     };
     const at::Tensor src = layout(x);
     const at::Tensor residual_in = c.residual ? layout(residual) : at::Tensor();
     at::Tensor out = at::full_like(layout(expected), std::nanf(""));
-    ops::strided_winograd::StridedWinogradConv conv;
+    ops::winograd::WinogradConv conv;
     conv.channels_last = c.channels_last;
     conv.src = src.data_ptr<float>();
     conv.weight = transformed.data_ptr<float>();
@@ -735,14 +748,77 @@ TEST(StridedWinogradLoop, MatchesAtenConvolution) {
     conv.height = c.height;
     conv.width = c.width;
     conv.activation = a;
-    const at::Tensor scratch = at::empty({ops::strided_winograd::scratchFloats(conv)});
-    // The tile rows in two ranges, as two workers would run them.
-    const int64_t rows = ops::strided_winograd::tileRows(conv);
-    ops::strided_winograd::runStridedWinograd(conv, scratch.data_ptr<float>(), 0, rows / 2);
-    ops::strided_winograd::runStridedWinograd(conv, scratch.data_ptr<float>(), rows / 2, rows);
+    const at::Tensor scratch = at::empty({loop.scratch_floats(conv)});
+    // In two ranges, as two workers would run them.
+    const int64_t units = loop.units(conv);
+    loop.run(conv, scratch.data_ptr<float>(), 0, units / 2);
+    loop.run(conv, scratch.data_ptr<float>(), units / 2, units);
     const at::Tensor result = c.channels_last ? out : fromBlocked(out, c.out_channels);
     EXPECT_TRUE(at::allclose(result, expected, 1e-4, 1e-4))
         << (result - expected).abs().max().item<float>();
+  }
+}
+
+TEST(StridedWinogradLoop, MatchesAtenConvolution) {
+  if (!ops::strided_winograd::stridedWinogradAvailable()) {
+    GTEST_SKIP() << "the loop is built for AVX-512 only";
+  }
+  namespace loop = ops::strided_winograd;
+  expectTileLoopMatchesAten({2, loop::transformedWeightFloats, loop::transformWeight,
+                             loop::scratchFloats, loop::tileRows, loop::runStridedWinograd});
+}
+
+TEST(WinogradLoop, MatchesAtenConvolution) {
+  if (!ops::winograd::winogradAvailable()) {
+    GTEST_SKIP() << "the loop is built for AVX-512 only";
+  }
+  namespace loop = ops::winograd;
+  expectTileLoopMatchesAten({1, loop::transformedWeightFloats, loop::transformWeight,
+                             loop::scratchFloats, loop::tiles, loop::runWinograd});
+}
+
+// Stride-1 3x3 convolutions of 16 input channels and more run in our Winograd loop
+// (ops/conv/winograd.h) or oneDNN's kernel, whichever measured faster for the weight and shape
+// (winogradLoopFaster): a ResNet basic block in small, blocked (16 -> 24 -> 24 channels, a
+// partial block; the residual, ReLU; then SiLU, applied after the loop) and on channels-last
+// images (the stem's 3 channels into 20 and 32, a hardswish). Odd and even sizes (partial tiles,
+// images smaller than a tile) and batches of one and three, each twice against the JIT, on one
+// thread and split by rows of tiles over the runtime's own workers; two runtimes of one module
+// compute alike (the choice is shared).
+TEST(Conv2dOneDnn, StrideOneConvolutionsRunInTheWinogradLoopWhereItIsFaster) {
+  const torch::jit::Module blocked = convModule({{"expand", torch::randn({24, 16, 1, 1}) * 0.2},
+                                                 {"conv1", torch::randn({24, 24, 3, 3}) * 0.1},
+                                                 {"conv1_bias", torch::randn({24})},
+                                                 {"conv2", torch::randn({24, 24, 3, 3}) * 0.1},
+                                                 {"conv3", torch::randn({16, 24, 3, 3}) * 0.1},
+                                                 {"project", torch::randn({8, 16, 1, 1}) * 0.2}},
+                                                R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.expand))
+    b = torch.relu(torch.conv2d(a, self.conv1, self.conv1_bias, 1, 1))
+    c = torch.relu(torch.conv2d(b, self.conv2, None, 1, 1) + a)
+    d = torch.silu(torch.conv2d(c, self.conv3, None, 1, 1))
+    return torch.conv2d(d, self.project)
+)JIT");
+  const torch::jit::Module channels_last =
+      convModule({{"stem", torch::randn({20, 3, 3, 3}) * 0.3},
+                  {"conv1", torch::randn({32, 20, 3, 3}) * 0.1},
+                  {"conv1_bias", torch::randn({32})},
+                  {"conv2", torch::randn({32, 32, 3, 3}) * 0.1}},
+                 R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.conv2d(x, self.stem, None, 2, 1))
+    b = torch.hardswish(torch.conv2d(a, self.conv1, self.conv1_bias, 1, 1))
+    c = torch.relu(torch.conv2d(b, self.conv2, None, 1, 1) + b)
+    return torch.adaptive_avg_pool2d(c, [1, 1])
+)JIT");
+  for (const auto& [module, channels] : {std::pair{&blocked, 16}, std::pair{&channels_last, 3}}) {
+    const std::vector<at::Tensor> inputs = {
+        torch::randn({1, channels, 33, 31}), torch::randn({3, channels, 16, 16}),
+        torch::randn({1, channels, 9, 13}), torch::randn({2, channels, 2, 3}),
+        torch::randn({1, channels, 56, 56})};
+    expectMatchesJitOnOneThreadAndOwnWorkers(*module, inputs);
+    expectRuntimesAgree(StaticModule(*module), inputs, oneThread());
   }
 }
 
